@@ -1,0 +1,29 @@
+"""albert_tf: ALBERT (A Lite BERT) for TensorFlow 2 / Keras 3."""
+from setuptools import find_packages, setup
+
+setup(
+    name="albert_tf",
+    version="0.1.0",
+    description="ALBERT for TensorFlow 2 and Keras 3: pretrain on TPU, fine-tune with fit, serve raw text.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["albert_tf", "albert_tf.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        # tensorflow and tensorflow-text must share a minor version (2.20 on TPU VMs, or 2.21);
+        # albert_tf checks it at import time.
+        "tensorflow>=2.20,<2.22",
+        "tensorflow-text>=2.20,<2.22",
+        "keras>=3.10",
+        "tensorboard>=2.20",
+        "sentencepiece>=0.2",
+        "absl-py>=1.0",
+        "tensorflow-datasets>=4.9",
+        "safetensors>=0.4",
+        "numpy",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "pytest-timeout"],
+        "serving": ["tensorflow-serving-api>=2.20,<2.22"],
+    },
+)

@@ -2,7 +2,6 @@
 import os
 from importlib import metadata
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 
 def _minor(version):
@@ -29,13 +28,29 @@ def check_versions():
             f"pip install 'tensorflow-text=={_minor(tf_version)}.*'")
 
 
-def check_backend():
-    """Raises ImportError unless Keras runs on the TensorFlow backend."""
-    import keras
+def _configured_backend():
+    """The backend Keras will use, read the way Keras reads it, without importing Keras."""
+    import json
+    import sys
 
-    backend = keras.backend.backend()
+    if "keras" in sys.modules:
+        return sys.modules["keras"].backend.backend()
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    try:
+        with open(os.path.join(home, "keras.json"), encoding="utf-8") as f:
+            return json.load(f).get("backend", "tensorflow")
+    except (OSError, ValueError):
+        return "tensorflow"
+
+
+def check_backend():
+    """Raises ImportError unless Keras runs (or will run) on the TensorFlow backend."""
+    backend = _configured_backend()
     if backend != "tensorflow":
         raise ImportError(
             f"albert_tf needs Keras on the TensorFlow backend, but Keras is using {backend!r} "
             f"(from KERAS_BACKEND={os.environ.get('KERAS_BACKEND')!r} or ~/.keras/keras.json). "
             "Set KERAS_BACKEND=tensorflow before importing keras.")
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")

@@ -1,1 +1,10 @@
-"""albert_tf.optim."""
+"""albert_tf.optim: the original ALBERT optimizers (LAMB, AdamW) and learning-rate schedule.
+
+>>> from albert_tf.optim import create_optimizer, WarmupPolynomialDecay
+>>> schedule = WarmupPolynomialDecay(0.00176, decay_steps=125000, warmup_steps=3125)
+>>> optimizer = create_optimizer("lamb", schedule)
+"""
+from albert_tf.optim.optimizers import DEFAULT_EXCLUSIONS, AdamWeightDecay, Lamb, create_optimizer
+from albert_tf.optim.schedules import WarmupPolynomialDecay
+
+__all__ = ["AdamWeightDecay", "DEFAULT_EXCLUSIONS", "Lamb", "WarmupPolynomialDecay", "create_optimizer"]

@@ -1,0 +1,218 @@
+"""The ALBERT encoder: stacked group weights applied by ONE `tf.while_loop`.
+
+Every sharing strategy is the same loop with different group counts
+(`config.attention_groups`, `config.ffn_groups`; see AlbertConfig): the attention weights are
+stacked [attention_groups, inner_group_num, ...] and the FFN weights [ffn_groups,
+inner_group_num, ...]. Iteration i of the L * inner_group_num iterations is layer
+l = i // inner_group_num, sublayer k = i % inner_group_num, and uses attention group
+l // (L // attention_groups) and FFN group l // (L // ffn_groups) (the original's
+group_idx = int(l / L * num_hidden_groups)). The graph therefore holds one block whatever the
+depth; `unroll=True` builds the same math as a Python loop over the same weights.
+"""
+import keras
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.layers import block
+
+# Per-block shape of every stacked weight, as a function of (H, I).
+_SHAPES = {
+    "attention": {
+        "query_kernel": lambda h, i: (h, h), "query_bias": lambda h, i: (h,),
+        "key_kernel": lambda h, i: (h, h), "key_bias": lambda h, i: (h,),
+        "value_kernel": lambda h, i: (h, h), "value_bias": lambda h, i: (h,),
+        "output_kernel": lambda h, i: (h, h), "output_bias": lambda h, i: (h,),
+        "layer_norm_gamma": lambda h, i: (h,), "layer_norm_beta": lambda h, i: (h,),
+    },
+    "ffn": {
+        "intermediate_kernel": lambda h, i: (h, i), "intermediate_bias": lambda h, i: (i,),
+        "output_kernel": lambda h, i: (i, h), "output_bias": lambda h, i: (h,),
+        "layer_norm_gamma": lambda h, i: (h,), "layer_norm_beta": lambda h, i: (h,),
+    },
+}
+assert tuple(_SHAPES["attention"]) == block.ATTENTION_WEIGHTS
+assert tuple(_SHAPES["ffn"]) == block.FFN_WEIGHTS
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class StackedWeights(keras.layers.Layer):
+    """The attention or FFN weights of `groups x inner` blocks, stacked on two leading axes.
+
+    A weight container, never called: the encoder reads `flat_values()` once per call and
+    gathers one block's weights per loop iteration. Each weight is an attribute
+    (`stack.query_kernel`, ...) and `variables_by_name` maps the names of block.ATTENTION_WEIGHTS
+    or block.FFN_WEIGHTS to the variables. Kernels start truncated-normal(initializer_range),
+    biases and LayerNorm beta at 0, LayerNorm gamma at 1. LayerNorm parameters are never
+    autocast (they stay float32 under mixed precision).
+
+    Example:
+        >>> stack = StackedWeights("ffn", groups=2, inner=1, hidden_size=8, intermediate_size=16)
+        >>> stack.build()
+        >>> tuple(stack.intermediate_kernel.shape)
+        (2, 1, 8, 16)
+    """
+
+    def __init__(self, kind, groups, inner, hidden_size, intermediate_size,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if kind not in _SHAPES:
+            raise ValueError(f"StackedWeights kind must be one of {sorted(_SHAPES)}, got {kind!r}")
+        self.kind = kind
+        self.groups = groups
+        self.inner = inner
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape=None):
+        for name, shape_fn in _SHAPES[self.kind].items():
+            shape = (self.groups, self.inner) + shape_fn(self.hidden_size, self.intermediate_size)
+            if name.endswith("_kernel"):
+                init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+            elif name == "layer_norm_gamma":
+                init = "ones"
+            else:
+                init = "zeros"
+            variable = self.add_weight(shape=shape, initializer=init, name=name,
+                                       autocast=not name.startswith("layer_norm"))
+            setattr(self, name, variable)
+        self.built = True
+
+    @property
+    def variables_by_name(self):
+        """{weight name: variable} in block order."""
+        return {name: getattr(self, name) for name in _SHAPES[self.kind]}
+
+    def flat_values(self):
+        """{name: tensor [groups * inner, ...]}, read (and autocast) once."""
+        return {name: tf.reshape(v.value, (self.groups * self.inner,) + tuple(v.shape[2:]))
+                for name, v in self.variables_by_name.items()}
+
+    def get_config(self):
+        return {**super().get_config(), "kind": self.kind, "groups": self.groups,
+                "inner": self.inner, "hidden_size": self.hidden_size,
+                "intermediate_size": self.intermediate_size,
+                "initializer_range": self.initializer_range}
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertEncoder(keras.layers.Layer):
+    """The transformer stack with ALBERT's cross-layer parameter sharing.
+
+    Call: `encoder(hidden [B, S, H], input_mask [B, S], training=False)` -> dict with
+    "sequence_output" [B, S, H] and, if `output_encoder_outputs`, "encoder_outputs"
+    [L * inner_group_num, B, S, H] (every block's output, the last equal to sequence_output).
+
+    Args:
+        config: an AlbertConfig (or its dict).
+        output_encoder_outputs: also return every block's output.
+        unroll: build a Python loop instead of `tf.while_loop` (same weights, same math).
+        seed: seed of the dropout masks (used only with dropout > 0 and training=True).
+
+    Variables: `encoder/attention/<name>` [attention_groups, inner_group_num, ...] and
+    `encoder/ffn/<name>` [ffn_groups, inner_group_num, ...] (see StackedWeights);
+    `attention_weights` / `ffn_weights` map names to them.
+
+    Example:
+        >>> import tensorflow as tf
+        >>> from albert_tf.config import AlbertConfig
+        >>> config = AlbertConfig(vocab_size=10, hidden_size=8, num_attention_heads=2,
+        ...                       intermediate_size=16, num_hidden_layers=4, num_hidden_groups=2)
+        >>> encoder = AlbertEncoder(config, output_encoder_outputs=True)
+        >>> out = encoder(tf.random.normal([2, 5, 8]), tf.ones([2, 5], tf.int32))
+        >>> out["encoder_outputs"].shape
+        TensorShape([4, 2, 5, 8])
+    """
+
+    def __init__(self, config, output_encoder_outputs=False, unroll=False, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = AlbertConfig(**config)
+        self.config = config
+        self.output_encoder_outputs = bool(output_encoder_outputs)
+        self.unroll = bool(unroll)
+        self.seed = seed
+        self.settings = block.BlockSettings.from_config(config)
+        stack = dict(inner=config.inner_group_num, hidden_size=config.hidden_size,
+                     intermediate_size=config.intermediate_size,
+                     initializer_range=config.initializer_range, dtype=self.dtype_policy)
+        self.attention = StackedWeights("attention", config.attention_groups, name="attention", **stack)
+        self.ffn = StackedWeights("ffn", config.ffn_groups, name="ffn", **stack)
+        self.seed_generator = None
+        if config.hidden_dropout_prob or config.attention_probs_dropout_prob:
+            self.seed_generator = keras.random.SeedGenerator(seed, name="dropout_seed")
+
+    @property
+    def num_iterations(self):
+        """Sublayer applications: num_hidden_layers * inner_group_num."""
+        return self.config.num_hidden_layers * self.config.inner_group_num
+
+    @property
+    def attention_weights(self):
+        return self.attention.variables_by_name
+
+    @property
+    def ffn_weights(self):
+        return self.ffn.variables_by_name
+
+    def build(self, input_shape=None):
+        self.attention.build()
+        self.ffn.build()
+        self.built = True
+
+    def block_indices(self, iteration):
+        """(flat attention index, flat FFN index) into [groups * inner] for an iteration.
+
+        Works on Python ints and on scalar int32 tensors alike.
+        """
+        c = self.config
+        inner = c.inner_group_num
+        layer, sublayer = iteration // inner, iteration % inner
+        attention_group = layer // (c.num_hidden_layers // c.attention_groups)
+        ffn_group = layer // (c.num_hidden_layers // c.ffn_groups)
+        return attention_group * inner + sublayer, ffn_group * inner + sublayer
+
+    def call(self, hidden, input_mask, training=False):
+        hidden = tf.cast(hidden, self.compute_dtype)  # loop-variable dtype stays fixed
+        bias = block.attention_bias(input_mask)
+        attention, ffn = self.attention.flat_values(), self.ffn.flat_values()
+        use_dropout = bool(training) and self.seed_generator is not None
+        seed = self.seed_generator.next() if use_dropout else None
+
+        def step(i, h):
+            a, f = self.block_indices(i)
+            a_w = {k: tf.gather(v, a) for k, v in attention.items()}
+            f_w = {k: tf.gather(v, f) for k, v in ffn.items()}
+            return block.transformer_block(
+                h, bias, a_w, f_w, self.settings, training=use_dropout,
+                seed=block.sub_seed(seed, i) if use_dropout else None)
+
+        n = self.num_iterations
+        if self.unroll:
+            outputs = []
+            for i in range(n):
+                hidden = step(i, hidden)
+                outputs.append(hidden)
+            result = {"sequence_output": hidden}
+            if self.output_encoder_outputs:
+                result["encoder_outputs"] = tf.stack(outputs)
+            return result
+
+        def body(i, h, *array):
+            h = step(i, h)
+            return (i + 1, h) + tuple(a.write(i, h) for a in array)
+
+        loop_vars = (tf.constant(0, tf.int32), hidden)
+        if self.output_encoder_outputs:
+            loop_vars += (tf.TensorArray(hidden.dtype, size=n, dynamic_size=False,
+                                         element_shape=hidden.shape),)
+        final = tf.while_loop(lambda i, *_: i < n, body, loop_vars, maximum_iterations=n)
+        result = {"sequence_output": final[1]}
+        if self.output_encoder_outputs:
+            result["encoder_outputs"] = final[2].stack()
+        return result
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict(),
+                "output_encoder_outputs": self.output_encoder_outputs, "unroll": self.unroll,
+                "seed": self.seed}

@@ -1,0 +1,399 @@
+"""Text corpora as a stream of documents, each a list of sentence strings.
+
+Specs accepted by `iter_documents` (comma-separated lists may mix them):
+- a file path, a glob or a directory (local or gs://, read through tf.io.gfile), in one of two
+  formats: "sentences" (ALBERT's: one sentence per line, blank line between documents) or
+  "lines" (one document per line, split into sentences by `albert_tf.text.sentences`);
+- "tfds:NAME" (e.g. "tfds:wikipedia/20230601.en"): an already prepared TFDS dataset, one example
+  per document (its `feature` split into paragraphs on newlines, then into sentences);
+- "builtin:docstrings": English docstrings of the installed tensorflow, keras and numpy sources
+  (about 11 MB of prose, no download), cached after the first read.
+
+Nothing is loaded whole: documents are produced one at a time. Lines that are not valid UTF-8 are
+skipped and counted in a `CorpusStats` (or raise with file:line when `strict=True`).
+
+>>> stats = CorpusStats()
+>>> for sentences in iter_documents("corpus/*.txt", stats=stats):   # doctest: +SKIP
+...     pass
+>>> stats.skipped_lines                                              # doctest: +SKIP
+0
+"""
+import ast
+import dataclasses
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import time
+import uuid
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.text.sentences import split_sentences
+
+FORMATS = ("sentences", "lines")
+BUILTIN_PACKAGES = ("tensorflow", "keras", "numpy")
+_READ_CHUNK = 8 << 20
+_LOGGED_BAD_LINES = 10
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+@dataclasses.dataclass
+class CorpusStats:
+    """Counters filled while a corpus is read (pass one to `iter_documents(stats=...)`)."""
+
+    files: int = 0
+    lines: int = 0
+    documents: int = 0
+    sentences: int = 0
+    skipped_lines: int = 0
+    skipped_locations: list = dataclasses.field(default_factory=list)  # first few "file:line"
+
+    def skip(self, location):
+        self.skipped_lines += 1
+        if len(self.skipped_locations) < _LOGGED_BAD_LINES:
+            self.skipped_locations.append(location)
+            logging.warning("Skipping a line that is not valid UTF-8 at %s", location)
+
+
+def iter_documents(spec, format="sentences", *, strict=False, stats=None, data_dir=None,
+                   split="train", feature="text", packages=BUILTIN_PACKAGES, cache_dir=None):
+    """Returns an iterator over the documents of `spec`, each a non-empty list of sentences.
+
+    The spec is resolved (files listed, TFDS preparation checked) before this returns, so a wrong
+    path fails before any work.
+
+    Args:
+      spec: str (comma-separated) or list of str; see the module docstring.
+      format: "sentences" or "lines", for file specs.
+      strict: raise ValueError naming file:line on a line that is not valid UTF-8 instead of
+        skipping it.
+      stats: optional `CorpusStats` filled while reading.
+      data_dir, split, feature: for "tfds:" specs (TFDS data directory, split, text feature).
+      packages: for "builtin:docstrings", the packages whose docstrings are read.
+      cache_dir: for "builtin:docstrings"; default $ALBERT_TF_CACHE or ~/.cache/albert_tf.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    stats = stats if stats is not None else CorpusStats()
+    readers = []
+    for item in _split_spec(spec):
+        if item.startswith("tfds:"):
+            readers.append(_tfds_reader(item[len("tfds:"):], data_dir, split, feature, strict, stats))
+        elif item.startswith("builtin:"):
+            if item != "builtin:docstrings":
+                raise ValueError(f"unknown built-in corpus {item!r}; available: builtin:docstrings")
+            readers.append(_docstrings_reader(tuple(packages), cache_dir, stats))
+        else:
+            for path in resolve_files(item):
+                readers.append(_file_reader(path, format, strict, stats))
+    return _chain(readers, stats)
+
+
+def _chain(readers, stats):
+    for reader in readers:
+        for document in reader():
+            stats.documents += 1
+            stats.sentences += len(document)
+            yield document
+
+
+def _split_spec(spec):
+    items = [spec] if isinstance(spec, str) else list(spec)
+    parts = [p.strip() for item in items for p in str(item).split(",")]
+    parts = [p for p in parts if p]
+    if not parts:
+        raise ValueError(f"empty corpus spec {spec!r}")
+    return parts
+
+
+def resolve_files(pattern):
+    """A path, glob or directory -> sorted list of files; raises when nothing readable matches."""
+    if _GLOB_CHARS.search(pattern):
+        files = sorted(p for p in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(p))
+        if not files:
+            raise FileNotFoundError(f"corpus glob {pattern!r} matches no files")
+        return files
+    if not tf.io.gfile.exists(pattern):
+        raise FileNotFoundError(f"corpus file not found: {pattern}")
+    if tf.io.gfile.isdir(pattern):
+        files = sorted(os.path.join(pattern, name) for name in tf.io.gfile.listdir(pattern))
+        files = [p for p in files if not tf.io.gfile.isdir(p)]
+        if not files:
+            raise FileNotFoundError(f"corpus directory {pattern!r} holds no files")
+        return files
+    return [pattern]
+
+
+def _read_lines(path, strict, stats):
+    """Yields the decoded lines of `path` (without line ends), skipping or raising on bad UTF-8."""
+    stats.files += 1
+    with tf.io.gfile.GFile(path, "rb") as f:
+        lineno, rest = 0, b""
+        while True:
+            chunk = f.read(_READ_CHUNK)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop() if chunk else b""
+            for raw in lines:
+                lineno += 1
+                stats.lines += 1
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    location = f"{path}:{lineno}"
+                    if strict:
+                        raise ValueError(f"{location}: not valid UTF-8 (byte "
+                                         f"{raw[e.start:e.start + 1]!r} at column {e.start + 1})") from None
+                    stats.skip(location)
+                    continue
+                if lineno == 1 and line.startswith("\ufeff"):
+                    line = line[1:]
+                yield line.rstrip("\r")
+            if not chunk:
+                return
+
+
+def _file_reader(path, format, strict, stats):
+    def sentences_format():
+        document = []
+        for line in _read_lines(path, strict, stats):
+            line = line.strip()
+            if line:
+                document.append(line)
+            elif document:
+                yield document
+                document = []
+        if document:
+            yield document
+
+    def lines_format():
+        for line in _read_lines(path, strict, stats):
+            document = split_sentences(line)
+            if document:
+                yield document
+
+    return sentences_format if format == "sentences" else lines_format
+
+
+def _tfds_reader(name, data_dir, split, feature, strict, stats):
+    import tensorflow_datasets as tfds
+
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except Exception as e:  # DatasetNotFoundError, unknown config or version
+        raise ValueError(f"TFDS dataset {name!r} is not available (data_dir={data_dir!r}): {e}") from None
+    if not builder.is_prepared():
+        raise FileNotFoundError(
+            f"TFDS dataset {name!r} is not prepared in {builder.data_dir}; albert_tf reads prepared "
+            "data only. Prepare it first (tfds build, or builder.download_and_prepare()) or pass the "
+            "data_dir that holds it.")
+    features = builder.info.features
+    if feature not in features:
+        raise ValueError(f"TFDS dataset {name!r} has no feature {feature!r}; "
+                         f"features: {sorted(features.keys())}")
+    if split not in builder.info.splits:
+        raise ValueError(f"TFDS dataset {name!r} has no split {split!r}; "
+                         f"splits: {sorted(builder.info.splits.keys())}")
+
+    def read():
+        dataset = builder.as_dataset(split=split, shuffle_files=False)
+        for i, example in enumerate(tfds.as_numpy(dataset)):
+            stats.lines += 1
+            raw = example[feature]
+            try:
+                text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+            except UnicodeDecodeError:
+                location = f"tfds:{name}[{split}]:{i}"
+                if strict:
+                    raise ValueError(f"{location}: feature {feature!r} is not valid UTF-8") from None
+                stats.skip(location)
+                continue
+            document = [s for paragraph in text.split("\n") for s in split_sentences(paragraph)]
+            if document:
+                yield document
+
+    stats.files += 1
+    return read
+
+
+# ----------------------------------------------------------------------------------------------
+# builtin:docstrings
+
+DOCSTRINGS_FORMAT_VERSION = 1  # bump when the extraction rules below change (invalidates caches)
+
+
+def default_cache_dir():
+    return os.environ.get("ALBERT_TF_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "albert_tf")
+
+
+def docstrings_cache_path(packages=BUILTIN_PACKAGES, cache_dir=None):
+    """The cache file for `packages`, keyed by their installed versions and the extraction rules."""
+    versions = []
+    for name in packages:
+        try:
+            versions.append(f"{name}={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{name}=?")
+    key = hashlib.sha256(f"{DOCSTRINGS_FORMAT_VERSION}|{'|'.join(versions)}".encode()).hexdigest()[:16]
+    return os.path.join(cache_dir or default_cache_dir(), f"docstrings-{'-'.join(packages)}-{key}.txt")
+
+
+def package_source_files(packages=BUILTIN_PACKAGES):
+    """Sorted .py files of the installed `packages` (found with importlib, without importing them)."""
+    files = []
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise ValueError(f"builtin:docstrings: package {name!r} is not installed")
+        for location in sorted(spec.submodule_search_locations):
+            for root, dirs, names in os.walk(location):
+                dirs[:] = [d for d in dirs if d not in ("tests", "testing", "__pycache__")]
+                files.extend(os.path.join(root, n) for n in names
+                             if n.endswith(".py") and not n.endswith("_test.py") and not n.startswith("test_"))
+    return sorted(files)
+
+
+def _docstrings_reader(packages, cache_dir, stats):
+    cache_path = docstrings_cache_path(packages, cache_dir)
+    if tf.io.gfile.exists(cache_path):
+        logging.info("builtin:docstrings: reading the cache %s", cache_path)
+        return _file_reader(cache_path, "sentences", True, stats)
+    files = package_source_files(packages)
+
+    def read():
+        tf.io.gfile.makedirs(os.path.dirname(cache_path))
+        tmp_path = f"{cache_path}.tmp-{uuid.uuid4().hex}"
+        start, size = time.time(), 0
+        try:
+            with tf.io.gfile.GFile(tmp_path, "w") as out:
+                for n, path in enumerate(files):
+                    if n % 500 == 0:
+                        logging.info("builtin:docstrings: %d/%d source files, %.1f MB of text",
+                                     n, len(files), size / 1e6)
+                    for document in _file_docstrings(path):
+                        text = "\n".join(document) + "\n\n"
+                        size += len(text.encode("utf-8"))
+                        out.write(text)
+                        yield document
+            tf.io.gfile.rename(tmp_path, cache_path, overwrite=True)
+            logging.info("builtin:docstrings: %.1f MB from %d files in %.1fs, cached in %s",
+                         size / 1e6, len(files), time.time() - start, cache_path)
+        finally:
+            if tf.io.gfile.exists(tmp_path):
+                tf.io.gfile.remove(tmp_path)
+
+    stats.files += len(files)
+    return read
+
+
+def _file_docstrings(path):
+    """Documents (lists of prose sentences) from the docstrings of one Python source file."""
+    with open(path, "rb") as f:
+        source = f.read()
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=True)
+            if doc:
+                document = docstring_sentences(doc)
+                if document:
+                    yield document
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns?|Yields?|Raises|Attributes|"
+                      r"Input shape|Output shape|Call arguments|Notes?|See Also|References|Warnings?|"
+                      r"Examples?|Usage|Example usage|Standalone usage|Methods|Properties)\s*:?$", re.I)
+_CODE_SECTION = re.compile(r"^(Examples?|Usage|Example usage|Standalone usage|Methods|Properties|"
+                           r"See Also|References)\b", re.I)
+_UNDERLINE = re.compile(r"^\s*([-=~^*#`]{3,})\s*$")
+_ARG_HEAD = re.compile(r"^\s*\*{0,2}[A-Za-z_][\w.*]*(\s*\([^)]*\))?\s*:\s*")
+_NUMPY_PARAM = re.compile(r"^[A-Za-z_*][\w*, ]*\s:(\s|$)")  # "x, y : array_like, optional"
+_ROLE = re.compile(r":[a-z]+(:[a-z]+)?:`~?([^`<]*?)(\s*<[^>]*>)?`")
+_CODE_LIKE = re.compile(r"(^\s*(>>>|\.\.\.|\.\. |@|#|\$|import |from \w+ import|def |class |return |"
+                        r"\||\+[-=]|[{}\[\]]|[A-Za-z_][\w.]*\s*=[^=])|[;{}]|=>|==|\w\(.*\)\s*$|"
+                        r"https?://)")
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def _is_prose_line(line):
+    stripped = line.strip()
+    if not stripped or _CODE_LIKE.search(stripped):
+        return False
+    letters = sum(c.isalpha() for c in stripped)
+    return letters >= 0.6 * len(stripped.replace(" ", ""))
+
+
+def docstring_sentences(doc):
+    """Prose sentences of one docstring, code and markup removed; [] when nothing prose-like remains.
+
+    Removed: doctest blocks (>>> to the next blank line), fenced ``` blocks, the indented block
+    after a line ending in "::", Example/Usage sections, section headers and underlines, argument
+    names before their descriptions, tables, and lines that look like code (assignments, calls,
+    brackets, URLs) or are less than 60% letters.
+    """
+    paragraphs, current = [], []
+    in_fence = in_doctest = skip_section = False
+    literal_indent = None
+    for raw in doc.split("\n"):
+        line = raw.rstrip()
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if stripped.startswith("```"):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        if in_doctest:
+            if stripped:
+                continue
+            in_doctest = False
+        if stripped.startswith(">>>"):
+            in_doctest = True
+            continue
+        if literal_indent is not None:
+            if not stripped or indent > literal_indent:
+                continue
+            literal_indent = None
+        if not stripped:
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            continue
+        if indent == 0 and _SECTION.match(stripped):
+            skip_section = bool(_CODE_SECTION.match(stripped))
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            continue
+        if skip_section and indent == 0 and not _CODE_SECTION.match(stripped):
+            skip_section = False
+        if skip_section or _UNDERLINE.match(stripped) or _NUMPY_PARAM.match(stripped):
+            continue
+        if stripped.endswith("::"):
+            literal_indent = indent
+            stripped = stripped[:-1]
+        if _ARG_HEAD.match(stripped) and indent > 0:
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            stripped = _ARG_HEAD.sub("", stripped, count=1)
+        stripped = _ROLE.sub(r"\2", stripped)
+        if _is_prose_line(stripped):
+            current.append(stripped)
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    if current:
+        paragraphs.append(" ".join(current))
+    sentences = []
+    for paragraph in paragraphs:
+        for sentence in split_sentences(paragraph):
+            words = _WORD.findall(sentence)
+            if len(words) >= 3 and sentence[0].isupper() and sentence[-1] in ".!?:)\"'":
+                sentences.append(sentence)
+    return sentences

@@ -1,0 +1,146 @@
+"""SentencePiece tokenization with ALBERT's rules, in Python (the data pipeline's tokenizer).
+
+The in-graph twin is `albert_tf.text.layers.TextTokenizer`; both give the same ids.
+"""
+import tensorflow as tf
+
+from albert_tf.text.normalize import preprocess_text
+
+WORD_START = "\u2581"  # SentencePiece's word-start marker "▁"
+
+# The original `_is_start_piece_sp` punctuation set (note: no apostrophe), plus the euro and pound
+# signs it adds.
+START_PUNCTUATION = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~') | {"\u20ac", "\u00a3"}
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz") | START_PUNCTUATION
+
+SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+
+
+def read_model_proto(model_file_or_bytes):
+    """Returns the serialized SentencePiece model: `bytes` pass through, paths go through tf.io.gfile."""
+    if isinstance(model_file_or_bytes, (bytes, bytearray)):
+        return bytes(model_file_or_bytes)
+    path = str(model_file_or_bytes)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"SentencePiece model file not found: {path}")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read()
+
+
+def is_start_piece(piece):
+    """The original `_is_start_piece_sp`: does `piece` begin a new word (for whole-word masking)?
+
+    True when the piece starts with "▁" or "<", is a single punctuation piece, or holds any
+    character outside a-z and that punctuation (so non-English pieces are always words of their
+    own).
+
+    >>> [is_start_piece(p) for p in ["\u2581the", "re", ",", "'s", "\u00e9"]]
+    [True, False, True, True, True]
+    """
+    if piece.startswith(WORD_START) or piece.startswith("<") or piece in START_PUNCTUATION:
+        return True
+    return not all(c.lower() in _WORD_CHARS for c in piece)
+
+
+def split_digit_comma(pieces, encode_as_pieces):
+    """ALBERT's digit-comma rule on a list of pieces (the original `encode_pieces`).
+
+    A piece longer than one character ending in "," after a digit is re-encoded without the ","
+    and without any "▁"; the leading "▁" of the re-encoding is kept only if the original piece
+    had one; then "," follows as its own piece. So "▁9,000," becomes ["▁9", ",", "000", ","] with
+    a model that knows those pieces.
+
+    Args:
+      pieces: list of piece strings.
+      encode_as_pieces: callable str -> list of piece strings (the SentencePiece model).
+    """
+    out = []
+    for piece in pieces:
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            sub = encode_as_pieces(piece[:-1].replace(WORD_START, ""))
+            if sub and not piece.startswith(WORD_START) and sub[0].startswith(WORD_START):
+                sub = sub[1:] if len(sub[0]) == 1 else [sub[0][1:]] + sub[1:]
+            out.extend(sub)
+            out.append(",")
+        else:
+            out.append(piece)
+    return out
+
+
+class SentencePieceTokenizer:
+    """ALBERT's SentencePiece tokenizer: `preprocess_text`, SentencePiece, the digit-comma rule.
+
+    Args:
+      model_file_or_bytes: path (local or gs://) of a `.model` file, or its serialized bytes.
+      lower_case: lowercase during preprocessing (True for the released uncased English models).
+
+    Example:
+    >>> tok = SentencePieceTokenizer("30k-clean.model")          # doctest: +SKIP
+    >>> tok.encode_pieces("Hello, World 9,000!")                  # doctest: +SKIP
+    ['▁hello', ',', '▁world', '▁9', ',', '000', '!']
+    >>> tok.cls_id, tok.sep_id, tok.mask_id                       # doctest: +SKIP
+    (2, 3, 4)
+    """
+
+    def __init__(self, model_file_or_bytes, lower_case=True):
+        import sentencepiece as spm
+
+        self.model_proto = read_model_proto(model_file_or_bytes)
+        self.lower_case = bool(lower_case)
+        self._sp = spm.SentencePieceProcessor()
+        try:
+            self._sp.LoadFromSerializedProto(self.model_proto)
+        except RuntimeError as e:
+            raise ValueError(f"not a SentencePiece model ({model_file_or_bytes!r:.200}): {e}") from None
+        ids = {}
+        for name, piece in SPECIAL_PIECES.items():
+            i = self._sp.PieceToId(piece)
+            if self._sp.IdToPiece(i) != piece:
+                raise ValueError(
+                    f"SentencePiece model has no {piece!r} piece; ALBERT needs <pad>, <unk>, [CLS], "
+                    "[SEP] and [MASK] (train one with scripts/train_tokenizer.py)")
+            ids[name] = i
+        self.pad_id, self.unk_id = ids["pad"], ids["unk"]
+        self.cls_id, self.sep_id, self.mask_id = ids["cls"], ids["sep"], ids["mask"]
+
+    @property
+    def vocab_size(self):
+        return self._sp.GetPieceSize()
+
+    def preprocess(self, text):
+        """`preprocess_text(text, lower=self.lower_case)`."""
+        return preprocess_text(text, lower=self.lower_case)
+
+    def encode_pieces(self, text):
+        """Raw text -> list of pieces (preprocessing, SentencePiece, digit-comma rule)."""
+        pieces = self._sp.EncodeAsPieces(self.preprocess(text))
+        return split_digit_comma(pieces, self._sp.EncodeAsPieces)
+
+    def encode_ids(self, text):
+        """Raw text -> list of ids (`piece_to_id` of `encode_pieces`)."""
+        return [self._sp.PieceToId(p) for p in self.encode_pieces(text)]
+
+    def id_to_piece(self, i):
+        if not 0 <= int(i) < self.vocab_size:
+            raise ValueError(f"id {i} is outside the vocabulary [0, {self.vocab_size})")
+        return self._sp.IdToPiece(int(i))
+
+    def piece_to_id(self, piece):
+        """The piece's id, or `unk_id` for an unknown piece."""
+        return self._sp.PieceToId(piece)
+
+    def ids_to_pieces(self, ids):
+        return [self.id_to_piece(i) for i in ids]
+
+    def decode_ids(self, ids):
+        """Ids -> text (SentencePiece detokenization; preprocessing is not undone)."""
+        return self._sp.DecodeIds([int(i) for i in ids])
+
+    @staticmethod
+    def is_start_piece(piece):
+        """See `albert_tf.text.tokenizer.is_start_piece`."""
+        return is_start_piece(piece)
+
+    def vocab(self):
+        """List of all pieces in id order."""
+        return [self._sp.IdToPiece(i) for i in range(self.vocab_size)]

@@ -1,1 +1,7 @@
-"""albert_tf.layers."""
+"""albert_tf.layers: the Keras layers of the ALBERT model.
+
+- `embedding.FactorizedEmbedding`: V x E tables, LayerNorm, dropout, projection E -> H.
+- `block`: one post-LN transformer block as math on given weights.
+- `encoder.AlbertEncoder`: stacked group weights applied by one `tf.while_loop`.
+- `heads.MaskedLMHead`, `heads.SentenceOrderHead`: pretraining heads.
+"""

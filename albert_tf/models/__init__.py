@@ -1,1 +1,6 @@
-"""albert_tf.models."""
+"""albert_tf.models: keras.Model classes and model directories.
+
+- `backbone.AlbertModel`: the ALBERT backbone.
+- `pretrainer.AlbertPretrainer`: backbone + masked-LM and sentence-order heads.
+- `io.save` / `io.load` / `io.load_backbone`: model directories (config.json + weights).
+"""

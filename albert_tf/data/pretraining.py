@@ -1,0 +1,318 @@
+"""Streaming, multi-process, deterministic creation of ALBERT pretraining TFRecords.
+
+Documents are streamed from `albert_tf.data.corpora.iter_documents` in windows of
+`document_window` consecutive documents. Each window of each dupe pass is one task: tokenize,
+build instances (`albert_tf.data.instances`), mask (`albert_tf.data.masking`), serialize
+(`albert_tf.data.schema`). Tasks run in `num_workers` processes with a bounded number in flight
+and their results are consumed in task order; every random draw comes from an RNG derived from
+(random_seed, dupe pass, global document index), so the output bytes do not depend on
+num_workers. Instances then go through a bounded seeded shuffle buffer into round-robin shards
+written atomically (`albert_tf.data.writer`). Memory is bounded by document_window, the number
+of tasks in flight and shuffle_buffer_size, never by the corpus size.
+
+Differences from the original tool (which loads the corpus, shuffles documents, and shuffles
+all instances globally in memory): documents are not shuffled, random-document negatives come
+from the same window, the instance shuffle is local (buffer), and dupe passes are written one
+after the other (pass k's instances precede pass k+1's in every shard).
+
+>>> summary = create_pretraining_data("builtin:docstrings", "/tmp/out.tfrecord",
+...     spm_model_file="30k-clean.model", dupe_factor=1)  # doctest: +SKIP
+"""
+import collections
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import time
+from typing import Dict, Iterable, Iterator, List, Optional
+
+from absl import logging
+
+from albert_tf.data import instances as instances_lib
+from albert_tf.data import masking, schema, writer as writer_lib
+
+_LOG_EVERY_SECONDS = 10.0
+
+
+class CorpusTooSmallError(ValueError):
+    """The corpus produced no instance at all."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CreationConfig:
+    """Everything that determines the output bytes (besides the corpus and the vocabulary)."""
+
+    instance: instances_lib.InstanceConfig = dataclasses.field(default_factory=instances_lib.InstanceConfig)
+    dupe_factor: int = 40
+    random_seed: int = 12345
+    document_window: int = 1000
+    shuffle_buffer_size: int = 10000
+
+    def __post_init__(self):
+        if self.dupe_factor < 1:
+            raise ValueError(f"dupe_factor must be >= 1, got {self.dupe_factor}")
+        if self.document_window < 2:
+            raise ValueError(f"document_window must be >= 2, got {self.document_window}")
+        if self.shuffle_buffer_size < 1:
+            raise ValueError(f"shuffle_buffer_size must be >= 1, got {self.shuffle_buffer_size}")
+
+
+def _new_stats() -> dict:
+    return {
+        "documents": 0, "documents_processed": 0, "sentences": 0, "truncated_sentences": 0,
+        "skipped_documents": collections.Counter(),
+        "instances": 0, "tokens": 0, "masked_tokens": 0,
+        "labels": collections.Counter(), "random_document_negatives": 0,
+        "ngram_lengths": collections.Counter(),
+    }
+
+
+def _merge_stats(total: dict, part: dict) -> None:
+    for key, value in part.items():
+        if isinstance(value, collections.Counter):
+            total[key].update(value)
+        else:
+            total[key] += value
+
+
+class WindowProcessor:
+    """Turns one window of raw documents into serialized instances (runs in a worker process).
+
+    `tokenizer` needs encode_ids(text), id_to_piece(id), is_start_piece(piece), vocab_size and
+    pad/unk/cls/sep/mask ids (albert_tf.text.SentencePieceTokenizer).
+    """
+
+    def __init__(self, tokenizer, config: CreationConfig):
+        self.tokenizer = tokenizer
+        self.config = config
+        self.vocab = masking.MaskingVocab.from_tokenizer(tokenizer)
+        self.word_start = bytes(int(bool(tokenizer.is_start_piece(tokenizer.id_to_piece(i))))
+                                for i in range(tokenizer.vocab_size))
+
+    def tokenize(self, document: List[str], stats: dict) -> instances_lib.Document:
+        max_tokens = self.config.instance.max_seq_length - 3
+        sentences, starts = [], []
+        for text in document:
+            ids = self.tokenizer.encode_ids(text)
+            if not ids:
+                continue
+            if len(ids) > max_tokens:  # would be truncated to this by any instance anyway
+                ids = ids[:max_tokens]
+                stats["truncated_sentences"] += 1
+            sentences.append(ids)
+            starts.append([self.word_start[i] for i in ids])
+        return instances_lib.Document(sentences, starts)
+
+    def __call__(self, dupe_pass: int, first_index: int, documents: List[List[str]]):
+        """Returns (serialized records, stats) for documents first_index, first_index+1, ..."""
+        stats = _new_stats()
+        stats["documents_processed"] = len(documents)
+        config = self.config.instance
+        count_documents = dupe_pass == 0
+        window = [self.tokenize(d, stats) for d in documents]
+        if not count_documents:
+            stats["truncated_sentences"] = 0
+        records = []
+        for k, document in enumerate(window):
+            if count_documents:
+                stats["documents"] += 1
+                stats["sentences"] += len(document.sentences)
+            if not document.sentences:
+                if count_documents:
+                    stats["skipped_documents"]["empty"] += 1
+                continue
+            if len(document.sentences) == 1 and not config.random_next_sentence:
+                # No sentence order to predict: the original would pair it with a random document.
+                if count_documents:
+                    stats["skipped_documents"]["single_sentence_sop"] += 1
+                continue
+            rng = instances_lib.document_rng(self.config.random_seed, dupe_pass, first_index + k)
+            for inst in instances_lib.create_instances(window, k, rng, config, self.vocab,
+                                                       self.tokenizer.cls_id, self.tokenizer.sep_id):
+                records.append(schema.encode_instance(
+                    inst.input_ids, inst.segment_ids, inst.token_boundary, inst.next_sentence_label,
+                    config.max_seq_length, config.masking.max_predictions_per_seq if config.masking else 0,
+                    inst.masked_lm_positions, inst.masked_lm_ids))
+                stats["instances"] += 1
+                stats["tokens"] += len(inst.input_ids)
+                stats["labels"][inst.next_sentence_label] += 1
+                stats["random_document_negatives"] += inst.is_random_document
+                if inst.masked_lm_positions is not None:
+                    stats["masked_tokens"] += len(inst.masked_lm_positions)
+                    stats["ngram_lengths"].update(inst.ngram_lengths)
+        return records, stats
+
+
+_WORKER: Optional[WindowProcessor] = None
+
+
+def _load_tokenizer(model_proto: bytes, lower_case: bool):
+    from albert_tf.text.tokenizer import SentencePieceTokenizer
+
+    return SentencePieceTokenizer(model_proto, lower_case=lower_case)
+
+
+def _init_worker(tokenizer_factory, factory_args, config):
+    global _WORKER
+    _WORKER = WindowProcessor(tokenizer_factory(*factory_args), config)
+
+
+def _run_task(task):
+    return _WORKER(*task)
+
+
+def _windows(documents: Iterable[List[str]], size: int) -> Iterator[tuple]:
+    window, first = [], 0
+    for document in documents:
+        window.append(document)
+        if len(window) == size:
+            yield first, window
+            first += size
+            window = []
+    if window:
+        yield first, window
+
+
+def _ordered_results(tasks: Iterator[tuple], num_workers: int, initargs: tuple) -> Iterator[tuple]:
+    """Runs tasks (in this process when num_workers == 1) and yields results in task order,
+    with at most 2 * num_workers tasks in flight."""
+    if num_workers == 1:
+        _init_worker(*initargs)
+        for task in tasks:
+            yield _run_task(task)
+        return
+    context = multiprocessing.get_context("spawn")  # TF in the parent process is not fork-safe
+    with concurrent.futures.ProcessPoolExecutor(num_workers, mp_context=context, initializer=_init_worker,
+                                                initargs=initargs) as pool:
+        pending = collections.deque()
+        for task in tasks:
+            pending.append(pool.submit(_run_task, task))
+            if len(pending) >= 2 * num_workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def summarize(stats: dict, config: CreationConfig, elapsed: float, outputs: List[str],
+              counts: List[int]) -> dict:
+    """The JSON-able run summary."""
+    labels = stats["labels"]
+    instances = stats["instances"]
+    ngrams = stats["ngram_lengths"]
+    return {
+        "outputs": dict(zip(outputs, counts)),
+        "instances": instances,
+        "tokens": stats["tokens"],
+        "masked_tokens": stats["masked_tokens"],
+        "masked_fraction": stats["masked_tokens"] / max(1, stats["tokens"]),
+        "label_counts": {str(k): labels[k] for k in sorted(labels)},
+        "label_1_fraction": labels[1] / max(1, instances),
+        "random_document_negatives": stats["random_document_negatives"],
+        "ngram_length_fractions": {str(n): ngrams[n] / max(1, sum(ngrams.values())) for n in sorted(ngrams)},
+        "documents": stats["documents"],
+        "sentences": stats["sentences"],
+        "truncated_sentences": stats["truncated_sentences"],
+        "skipped_documents": dict(sorted(stats["skipped_documents"].items())),
+        "dupe_factor": config.dupe_factor,
+        "random_seed": config.random_seed,
+        "max_seq_length": config.instance.max_seq_length,
+        "max_predictions_per_seq": (config.instance.masking.max_predictions_per_seq
+                                    if config.instance.masking else None),
+        "masked": config.instance.masking is not None,
+        "objective": "nsp" if config.instance.random_next_sentence else "sop",
+        "seconds": round(elapsed, 3),
+        "instances_per_second": instances / max(elapsed, 1e-9),
+    }
+
+
+def create_from_documents(document_source, output_paths: List[str], tokenizer_factory, factory_args: tuple,
+                          config: CreationConfig, num_workers: int = 1, summary_file: Optional[str] = None
+                          ) -> dict:
+    """Core driver: `document_source()` returns a fresh iterator of documents (lists of sentence
+    strings) and is called once per dupe pass; `tokenizer_factory(*factory_args)` builds the
+    tokenizer in each worker (both must be picklable for num_workers > 1).
+
+    Returns the summary dict (also written to `summary_file` if given). Raises
+    CorpusTooSmallError, leaving no output file, when no instance could be made.
+    """
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    stats = _new_stats()
+    start = last_log = time.monotonic()
+    shuffle = writer_lib.ShuffleBuffer(config.shuffle_buffer_size, config.random_seed)
+
+    def tasks():
+        for dupe_pass in range(config.dupe_factor):
+            for first, window in _windows(document_source(), config.document_window):
+                yield dupe_pass, first, window
+
+    initargs = (tokenizer_factory, factory_args, config)
+    with writer_lib.ShardedRecordWriter(output_paths) as out:
+        for records, part in _ordered_results(tasks(), num_workers, initargs):
+            _merge_stats(stats, part)
+            for record in records:
+                out.write_all(shuffle.add(record))
+            now = time.monotonic()
+            if now - last_log >= _LOG_EVERY_SECONDS:
+                last_log = now
+                elapsed = now - start
+                logging.info("%d documents (%.0f documents/s), %d instances (%.0f instances/s), %.0f s",
+                             stats["documents_processed"], stats["documents_processed"] / elapsed,
+                             stats["instances"], stats["instances"] / elapsed, elapsed)
+        if stats["instances"] == 0:
+            skipped = dict(stats["skipped_documents"])
+            raise CorpusTooSmallError(
+                f"the corpus is too small: {stats['documents']} documents gave no training instance "
+                f"(skipped documents: {skipped or 'none'}); SOP needs documents of at least 2 sentences "
+                "separated by blank lines (use --random_next_sentence for one-sentence documents)")
+        out.write_all(shuffle.flush())
+        out.commit()
+        counts = out.counts
+    elapsed = time.monotonic() - start
+    summary = summarize(stats, config, elapsed, output_paths, counts)
+    logging.info("Wrote %d instances (%d tokens, %.2f%% masked, %.1f%% label 1) to %d files in %.1f s "
+                 "(%.0f instances/s); skipped documents: %s", summary["instances"], summary["tokens"],
+                 100 * summary["masked_fraction"], 100 * summary["label_1_fraction"], len(output_paths),
+                 elapsed, summary["instances_per_second"], summary["skipped_documents"] or "none")
+    if summary_file:
+        writer_lib.write_json_atomic(summary_file, summary)
+    return summary
+
+
+def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, lower_case: bool = True,
+                            config: Optional[CreationConfig] = None, num_workers: int = 1,
+                            num_output_shards: int = 1, input_format: str = "sentences", strict: bool = False,
+                            tfds_data_dir: Optional[str] = None, tfds_split: str = "train",
+                            tfds_feature: str = "text", write_summary: bool = True) -> dict:
+    """Reads `input_spec` (see `albert_tf.data.corpora.iter_documents`) and writes pretraining
+    TFRecords to `output_file` (comma list, or a prefix with num_output_shards > 1).
+
+    The corpus spec and the SentencePiece model are checked before any work. Returns the summary
+    (also written to PREFIX.summary.json / FIRST_FILE.summary.json unless write_summary=False).
+    """
+    from albert_tf.data import corpora
+    from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
+
+    config = config or CreationConfig()
+    outputs = writer_lib.output_paths(output_file, num_output_shards)
+    model_proto = read_model_proto(spm_model_file)
+    SentencePieceTokenizer(model_proto, lower_case=lower_case)  # fails early on a bad model
+    corpus_stats = corpora.CorpusStats()
+    reader_args = dict(format=input_format, strict=strict, data_dir=tfds_data_dir, split=tfds_split,
+                       feature=tfds_feature)
+    first_pass = [corpora.iter_documents(input_spec, stats=corpus_stats, **reader_args)]  # resolves now
+
+    def document_source():
+        if first_pass:
+            return first_pass.pop()
+        return corpora.iter_documents(input_spec, **reader_args)
+
+    summary = create_from_documents(document_source, outputs, _load_tokenizer, (model_proto, lower_case),
+                                    config, num_workers=num_workers)
+    summary["skipped_lines"] = corpus_stats.skipped_lines
+    summary["skipped_line_locations"] = list(corpus_stats.skipped_locations)
+    summary["input"] = input_spec if isinstance(input_spec, str) else ",".join(input_spec)
+    if write_summary:
+        path = writer_lib.summary_path(output_file, num_output_shards)
+        writer_lib.write_json_atomic(path, summary)
+        logging.info("Summary written to %s", path)
+    return summary

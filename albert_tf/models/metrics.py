@@ -1,0 +1,201 @@
+"""Task metrics as GLUE defines them, and the Keras callback that evaluates them during `fit`.
+
+The metric functions are plain NumPy (no scipy, no sklearn): accuracy, binary F1 of the positive
+class (MRPC, QQP), Matthews correlation (CoLA), Pearson and Spearman correlation (STS-B).
+`TaskEvaluator` runs the model on a dev set after every Keras epoch (the runner makes an "epoch"
+one checkpoint interval), computes the task's metrics, appends them to `eval_results.json`
+(written atomically) and keeps the best weights by the task's main metric.
+
+>>> import numpy as np
+>>> compute_metrics(["accuracy", "f1"], np.array([1, 0, 1, 1]), np.array([1, 0, 0, 1]))
+{'accuracy': 0.75, 'f1': 0.8}
+"""
+import json
+import math
+import os
+import time
+import uuid
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+import keras
+
+
+def accuracy(predictions, labels):
+    """Fraction of predictions equal to the labels."""
+    predictions, labels = _check_pair(predictions, labels)
+    return float(np.mean(predictions == labels))
+
+
+def f1(predictions, labels, positive=1):
+    """F1 of the positive class: 2PR / (P + R); 0.0 when there are no true positives."""
+    predictions, labels = _check_pair(predictions, labels)
+    tp = float(np.sum((predictions == positive) & (labels == positive)))
+    fp = float(np.sum((predictions == positive) & (labels != positive)))
+    fn = float(np.sum((predictions != positive) & (labels == positive)))
+    if tp == 0.0:
+        return 0.0
+    return 2.0 * tp / (2.0 * tp + fp + fn)
+
+
+def matthews_corrcoef(predictions, labels):
+    """Matthews correlation for any number of classes (Gorodkin's R_K); 0.0 when undefined."""
+    predictions, labels = _check_pair(predictions, labels)
+    classes = np.union1d(predictions, labels)
+    index = {c: i for i, c in enumerate(classes.tolist())}
+    confusion = np.zeros((len(classes), len(classes)), dtype=np.float64)
+    for p, t in zip(predictions.tolist(), labels.tolist()):
+        confusion[index[t], index[p]] += 1
+    n = confusion.sum()
+    correct = np.trace(confusion)
+    true_counts = confusion.sum(axis=1)
+    pred_counts = confusion.sum(axis=0)
+    numerator = correct * n - np.dot(true_counts, pred_counts)
+    denominator = math.sqrt(n * n - np.dot(pred_counts, pred_counts)) * math.sqrt(
+        n * n - np.dot(true_counts, true_counts))
+    return 0.0 if denominator == 0.0 else float(numerator / denominator)
+
+
+def pearson(predictions, labels):
+    """Pearson correlation coefficient; 0.0 when either side is constant."""
+    x, y = _check_pair(predictions, labels, dtype=np.float64)
+    x = x - x.mean()
+    y = y - y.mean()
+    denominator = math.sqrt(float(np.dot(x, x)) * float(np.dot(y, y)))
+    return 0.0 if denominator == 0.0 else float(np.dot(x, y) / denominator)
+
+
+def spearman(predictions, labels):
+    """Spearman rank correlation: Pearson of the ranks, ties sharing their average rank."""
+    x, y = _check_pair(predictions, labels, dtype=np.float64)
+    return pearson(_average_ranks(x), _average_ranks(y))
+
+
+METRICS = {
+    "accuracy": accuracy,
+    "f1": f1,
+    "matthews_corrcoef": matthews_corrcoef,
+    "pearson": pearson,
+    "spearman": spearman,
+}
+
+
+def compute_metrics(names, predictions, labels):
+    """Returns {name: value} for the named metrics (keys of `METRICS`), in the given order.
+
+    `predictions` are class ids for classification metrics and scores for correlations.
+    """
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {sorted(METRICS)}")
+    return {name: METRICS[name](predictions, labels) for name in names}
+
+
+def _check_pair(predictions, labels, dtype=None):
+    predictions = np.asarray(predictions, dtype=dtype).reshape(-1)
+    labels = np.asarray(labels, dtype=dtype).reshape(-1)
+    if predictions.shape != labels.shape:
+        raise ValueError(f"predictions ({predictions.shape[0]}) and labels ({labels.shape[0]}) "
+                         "must have the same length")
+    if predictions.size == 0:
+        raise ValueError("cannot compute a metric on zero examples")
+    return predictions, labels
+
+
+def _average_ranks(values):
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), dtype=np.float64)
+    sorted_values = values[order]
+    start = 0
+    while start < len(values):
+        end = start
+        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
+        start = end + 1
+    return ranks
+
+
+def write_json_atomic(path, obj):
+    """Writes `obj` as indented JSON to `path` (local or gs://) through a temp file and rename."""
+    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+class TaskEvaluator(keras.callbacks.Callback):
+    """Evaluates a classifier on a dev set at the end of every epoch and keeps the best weights.
+
+    Args:
+        dataset: a finite tf.data.Dataset of (features, labels) batches.
+        metric_names: metrics to compute (keys of `METRICS`); the first one selects the best
+            checkpoint unless `main_metric` is given.
+        output_dir: where `eval_results.json` and `best.weights.h5` are written (or None).
+        regression: if True the model outputs one score per example, else logits.
+        main_metric: name of the metric that selects the best weights (higher is better).
+        steps_per_epoch: steps per Keras epoch, to report the global step.
+        prefix: key prefix in the logs and results ("eval" -> "eval_accuracy").
+
+    Example:
+        >>> evaluator = TaskEvaluator(dev_ds, ["accuracy", "f1"], "/tmp/out")  # doctest: +SKIP
+        >>> model.fit(train_ds, epochs=3, callbacks=[evaluator])  # doctest: +SKIP
+    """
+
+    def __init__(self, dataset, metric_names, output_dir=None, regression=False, main_metric=None,
+                 steps_per_epoch=None, prefix="eval"):
+        super().__init__()
+        compute_metrics(metric_names, [0], [0])  # validates the names early
+        self.dataset = dataset
+        self.metric_names = list(metric_names)
+        self.main_metric = main_metric or self.metric_names[0]
+        if self.main_metric not in self.metric_names:
+            raise ValueError(f"main_metric {self.main_metric!r} is not among {self.metric_names}")
+        self.output_dir = output_dir
+        self.regression = regression
+        self.steps_per_epoch = steps_per_epoch
+        self.prefix = prefix
+        self.history = []
+        self.best = None
+
+    @property
+    def best_weights_path(self):
+        return None if self.output_dir is None else os.path.join(self.output_dir, "best.weights.h5")
+
+    def evaluate(self):
+        """Runs the model over the dataset; returns {metric: value} plus `loss`-free counts."""
+        outputs, labels = [], []
+        for features, batch_labels in self.dataset:
+            outputs.append(np.asarray(self.model(features, training=False), dtype=np.float64))
+            labels.append(np.asarray(batch_labels))
+        outputs = np.concatenate(outputs, axis=0)
+        labels = np.concatenate(labels, axis=0)
+        predictions = outputs.reshape(-1) if self.regression else outputs.argmax(axis=-1)
+        results = compute_metrics(self.metric_names, predictions, labels)
+        results["num_examples"] = int(labels.shape[0])
+        return results
+
+    def on_epoch_end(self, epoch, logs=None):
+        start = time.time()
+        results = self.evaluate()
+        step = (epoch + 1) * self.steps_per_epoch if self.steps_per_epoch else epoch + 1
+        record = {"step": int(step), **{f"{self.prefix}_{k}": v for k, v in results.items()}}
+        value = results[self.main_metric]
+        improved = self.best is None or value > self.best["value"]
+        if improved:
+            self.best = {"step": int(step), "metric": self.main_metric, "value": value}
+            if self.best_weights_path:
+                tmp = f"{self.best_weights_path}.tmp-{uuid.uuid4().hex}.weights.h5"
+                self.model.save_weights(tmp)
+                tf.io.gfile.rename(tmp, self.best_weights_path, overwrite=True)
+        self.history.append(record)
+        if logs is not None:
+            logs.update({f"{self.prefix}_{k}": v for k, v in results.items() if k in self.metric_names})
+        logging.info("step %d: %s (%.1fs)%s", step,
+                     ", ".join(f"{k}={results[k]:.4f}" for k in self.metric_names),
+                     time.time() - start, " new best" if improved else "")
+        if self.output_dir:
+            write_json_atomic(os.path.join(self.output_dir, "eval_results.json"),
+                              {"best": self.best, "history": self.history})

@@ -35,6 +35,7 @@ class MaskingConfig:
     max_predictions_per_seq: int = 20
     ngram: int = 3
     favor_shorter_ngram: bool = True
+    do_whole_word_mask: bool = True  # False: every piece is a word of its own
 
     def __post_init__(self):
         if not 0.0 < self.masked_lm_prob <= 1.0:
@@ -155,6 +156,8 @@ def mask_sequence(token_ids: Sequence[int], word_starts: Sequence[int], rng: ran
     truthy when piece i starts a word (the `token_boundary` feature).
     """
     special = frozenset(vocab.special_ids)
+    if not config.do_whole_word_mask:
+        word_starts = [1] * len(token_ids)
     words, segments = group_words(token_ids, word_starts, special)
     budget = num_to_predict(len(token_ids), config)
     probs = ngram_probabilities(config.ngram, config.favor_shorter_ngram)

@@ -1,0 +1,102 @@
+"""Creates ALBERT pretraining TFRecords (SOP or NSP, n-gram whole-word masking) from raw text.
+
+The original tool's flags keep their names and defaults, so existing command lines work:
+
+  python scripts/create_pretraining_data.py --input_file=corpus/*.txt \
+      --output_file=data/train.tfrecord --spm_model_file=30k-clean.model \
+      --max_seq_length=512 --dupe_factor=40
+
+New: --num_workers, --num_output_shards (with --output_file as a prefix), --input_format,
+--tfds_name/--tfds_data_dir/--tfds_split/--tfds_feature, --strict, --no_masking (for
+albert_tf.data.pipeline.dynamic_masking_dataset), --document_window, --shuffle_buffer_size.
+--input_file=builtin:docstrings needs no download. A summary JSON is written next to the output.
+"""
+import sys
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+
+# The original tool's flags.
+flags.DEFINE_string("input_file", None, "Corpus: comma-separated files/globs/directories, 'tfds:NAME' or "
+                    "'builtin:docstrings'. Format: see --input_format.")
+flags.DEFINE_string("output_file", None, "Comma-separated TFRecord files (written round-robin), or a prefix "
+                    "with --num_output_shards > 1.")
+flags.DEFINE_string("vocab_file", None, "Accepted for compatibility with the original command lines; "
+                    "unused (the vocabulary is the SentencePiece model's).")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model (ALBERT ids: <pad>=0 <unk>=1 [CLS] [SEP] [MASK]).")
+flags.DEFINE_string("input_file_mode", "r", "Accepted for compatibility; files are always read as UTF-8 bytes.")
+flags.DEFINE_bool("do_lower_case", True, "Lowercase the text (inside ALBERT's preprocess_text).")
+flags.DEFINE_bool("do_whole_word_mask", True, "Mask all pieces of a word together.")
+flags.DEFINE_bool("do_permutation", False, "The original's permuted-span objective: not supported (must stay False).")
+flags.DEFINE_bool("favor_shorter_ngram", True, "n-gram length n drawn with p(n) proportional to 1/n (else reversed).")
+flags.DEFINE_bool("random_next_sentence", False, "BERT NSP (random-document negatives) instead of SOP (swapped order).")
+flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length, [CLS] and [SEP]s included.")
+flags.DEFINE_integer("ngram", 3, "Maximum n-gram length, in words.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked positions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice (output is byte-identical for a seed).")
+flags.DEFINE_integer("dupe_factor", 40, "Passes over the corpus, each with different segments and masks.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to mask.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length for a document.")
+# New flags.
+flags.DEFINE_enum("input_format", "sentences", ["sentences", "lines"], "File format: 'sentences' (one sentence "
+                  "per line, blank line between documents) or 'lines' (one document per line).")
+flags.DEFINE_string("tfds_name", None, "Read this prepared TFDS dataset instead of --input_file.")
+flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory.")
+flags.DEFINE_string("tfds_split", "train", "TFDS split.")
+flags.DEFINE_string("tfds_feature", "text", "TFDS text feature.")
+flags.DEFINE_bool("strict", False, "Fail on a line that is not valid UTF-8 (default: skip it, count it, log file:line).")
+flags.DEFINE_integer("num_workers", 1, "Worker processes (output does not depend on it).")
+flags.DEFINE_integer("num_output_shards", 1, "With > 1, --output_file is a prefix: PREFIX-0000i-of-0000N.tfrecord.")
+flags.DEFINE_bool("no_masking", False, "Write unmasked records (for on-the-fly masking with "
+                  "albert_tf.data.pipeline.dynamic_masking_dataset); use with --dupe_factor=1.")
+flags.DEFINE_integer("document_window", 1000, "Documents per work unit; random-document negatives are drawn "
+                     "from the same window (the original drew from the whole corpus).")
+flags.DEFINE_integer("shuffle_buffer_size", 10000, "Instances shuffled within a buffer of this size "
+                     "(the original shuffled all instances in memory).")
+
+
+def _check(condition, flag, message):
+    if not condition:
+        raise app.UsageError(f"--{flag}: {message}")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    from albert_tf.data import instances, masking, pretraining
+
+    _check(bool(FLAGS.input_file) != bool(FLAGS.tfds_name), "input_file", "give exactly one of --input_file and --tfds_name")
+    _check(FLAGS.output_file, "output_file", "is required")
+    _check(FLAGS.spm_model_file, "spm_model_file", "is required (WordPiece vocab files are not supported)")
+    _check(not FLAGS.do_permutation, "do_permutation", "the permuted-span objective is not supported")
+    _check(FLAGS.num_workers >= 1, "num_workers", f"must be >= 1, got {FLAGS.num_workers}")
+    if FLAGS.no_masking and FLAGS.dupe_factor > 1:
+        logging.warning("--no_masking with --dupe_factor=%d: the copies differ only in their segments; "
+                        "dynamic masking already gives fresh masks every epoch", FLAGS.dupe_factor)
+    if FLAGS.input_file_mode != "r":
+        logging.info("--input_file_mode=%s is ignored: files are read as bytes and decoded as UTF-8", FLAGS.input_file_mode)
+    try:
+        masking_config = None if FLAGS.no_masking else masking.MaskingConfig(
+            FLAGS.masked_lm_prob, FLAGS.max_predictions_per_seq, FLAGS.ngram, FLAGS.favor_shorter_ngram,
+            FLAGS.do_whole_word_mask)
+        config = pretraining.CreationConfig(
+            instance=instances.InstanceConfig(FLAGS.max_seq_length, FLAGS.short_seq_prob,
+                                              FLAGS.random_next_sentence, masking_config),
+            dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
+            document_window=FLAGS.document_window, shuffle_buffer_size=FLAGS.shuffle_buffer_size)
+    except ValueError as e:  # messages name the flag
+        raise app.UsageError(str(e)) from None
+    spec = FLAGS.input_file or f"tfds:{FLAGS.tfds_name}"
+    try:
+        pretraining.create_pretraining_data(
+            spec, FLAGS.output_file, FLAGS.spm_model_file, lower_case=FLAGS.do_lower_case, config=config,
+            num_workers=FLAGS.num_workers, num_output_shards=FLAGS.num_output_shards,
+            input_format=FLAGS.input_format, strict=FLAGS.strict, tfds_data_dir=FLAGS.tfds_data_dir,
+            tfds_split=FLAGS.tfds_split, tfds_feature=FLAGS.tfds_feature)
+    except (FileNotFoundError, ValueError) as e:  # bad input: one clear line, no traceback
+        sys.exit(f"create_pretraining_data: error: {e}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,159 @@
+"""The weight-name tables: one flat row per source variable, for each checkpoint format.
+
+A row is `Rule(source, target, transform, part)`:
+  source    the variable name in the foreign checkpoint. `{g}` and `{k}` stand for the group and
+            inner-group index of a stacked encoder weight; the row then covers every (g, k) of
+            the target's leading [groups, inner] axes.
+  target    our variable, as its `variable.path` without the model's name (docs/model.md), e.g.
+            "encoder/attention/query_kernel" for `albert/encoder/attention/query_kernel`.
+  transform how the foreign array becomes ours: NONE, or TRANSPOSE (a 2-D [out, in] PyTorch
+            Linear weight or the original's [2, H] SOP matrix vs our [in, out] kernel). Both are
+            their own inverse, so the same row serves import and export.
+  part      which part of the model the row belongs to. The parts "embeddings" and "encoder" must
+            be in every checkpoint; "projection" exists exactly when E != H; "pooler",
+            "masked_lm" and "sentence_order" may be absent as a whole (they are then freshly
+            initialised, with a warning), but never half present.
+
+Our targets and their shapes in config terms are listed once in TARGET_SHAPES.
+"""
+import collections
+import re
+
+NONE = "none"
+TRANSPOSE = "transpose"
+
+Rule = collections.namedtuple("Rule", "source target transform part")
+
+REQUIRED_PARTS = ("embeddings", "encoder")
+OPTIONAL_PARTS = ("pooler", "masked_lm", "sentence_order")
+
+# Our variables (path without the model name) -> shape in AlbertConfig field names. "groups" is
+# the variable's own leading axis (config.attention_groups or config.ffn_groups) and "inner" is
+# inner_group_num; a target whose shape starts with them is stacked and filled per (g, k).
+_ATTENTION_SHAPES = {
+    "query_kernel": ("hidden_size", "hidden_size"), "query_bias": ("hidden_size",),
+    "key_kernel": ("hidden_size", "hidden_size"), "key_bias": ("hidden_size",),
+    "value_kernel": ("hidden_size", "hidden_size"), "value_bias": ("hidden_size",),
+    "output_kernel": ("hidden_size", "hidden_size"), "output_bias": ("hidden_size",),
+    "layer_norm_gamma": ("hidden_size",), "layer_norm_beta": ("hidden_size",),
+}
+_FFN_SHAPES = {
+    "intermediate_kernel": ("hidden_size", "intermediate_size"),
+    "intermediate_bias": ("intermediate_size",),
+    "output_kernel": ("intermediate_size", "hidden_size"), "output_bias": ("hidden_size",),
+    "layer_norm_gamma": ("hidden_size",), "layer_norm_beta": ("hidden_size",),
+}
+TARGET_SHAPES = {
+    "embeddings/word_embeddings": ("vocab_size", "embedding_size"),
+    "embeddings/position_embeddings": ("max_position_embeddings", "embedding_size"),
+    "embeddings/token_type_embeddings": ("type_vocab_size", "embedding_size"),
+    "embeddings/layer_norm/gamma": ("embedding_size",),
+    "embeddings/layer_norm/beta": ("embedding_size",),
+    "embeddings/embedding_projection/kernel": ("embedding_size", "hidden_size"),
+    "embeddings/embedding_projection/bias": ("hidden_size",),
+    **{f"encoder/attention/{n}": ("groups", "inner") + s for n, s in _ATTENTION_SHAPES.items()},
+    **{f"encoder/ffn/{n}": ("groups", "inner") + s for n, s in _FFN_SHAPES.items()},
+    "pooler/kernel": ("hidden_size", "hidden_size"),
+    "pooler/bias": ("hidden_size",),
+    "masked_lm/dense/kernel": ("hidden_size", "embedding_size"),
+    "masked_lm/dense/bias": ("embedding_size",),
+    "masked_lm/layer_norm/gamma": ("embedding_size",),
+    "masked_lm/layer_norm/beta": ("embedding_size",),
+    "masked_lm/output_bias": ("vocab_size",),
+    "sentence_order/dense/kernel": ("hidden_size", 2),
+    "sentence_order/dense/bias": (2,),
+}
+
+
+def is_stacked(target):
+    return TARGET_SHAPES[target][:2] == ("groups", "inner")
+
+
+# ------------------------------------------------------------------ original TF1 (albert_original.md 3.3)
+_BLOCK = "bert/encoder/transformer/group_{g}/inner_group_{k}"
+ORIGINAL = (
+    Rule("bert/embeddings/word_embeddings", "embeddings/word_embeddings", NONE, "embeddings"),
+    Rule("bert/embeddings/position_embeddings", "embeddings/position_embeddings", NONE, "embeddings"),
+    Rule("bert/embeddings/token_type_embeddings", "embeddings/token_type_embeddings", NONE, "embeddings"),
+    Rule("bert/embeddings/LayerNorm/gamma", "embeddings/layer_norm/gamma", NONE, "embeddings"),
+    Rule("bert/embeddings/LayerNorm/beta", "embeddings/layer_norm/beta", NONE, "embeddings"),
+    Rule("bert/encoder/embedding_hidden_mapping_in/kernel", "embeddings/embedding_projection/kernel", NONE, "projection"),
+    Rule("bert/encoder/embedding_hidden_mapping_in/bias", "embeddings/embedding_projection/bias", NONE, "projection"),
+    Rule(f"{_BLOCK}/attention_1/self/query/kernel", "encoder/attention/query_kernel", NONE, "encoder"),
+    Rule(f"{_BLOCK}/attention_1/self/query/bias", "encoder/attention/query_bias", NONE, "encoder"),
+    Rule(f"{_BLOCK}/attention_1/self/key/kernel", "encoder/attention/key_kernel", NONE, "encoder"),
+    Rule(f"{_BLOCK}/attention_1/self/key/bias", "encoder/attention/key_bias", NONE, "encoder"),
+    Rule(f"{_BLOCK}/attention_1/self/value/kernel", "encoder/attention/value_kernel", NONE, "encoder"),
+    Rule(f"{_BLOCK}/attention_1/self/value/bias", "encoder/attention/value_bias", NONE, "encoder"),
+    Rule(f"{_BLOCK}/attention_1/output/dense/kernel", "encoder/attention/output_kernel", NONE, "encoder"),
+    Rule(f"{_BLOCK}/attention_1/output/dense/bias", "encoder/attention/output_bias", NONE, "encoder"),
+    Rule(f"{_BLOCK}/LayerNorm/gamma", "encoder/attention/layer_norm_gamma", NONE, "encoder"),
+    Rule(f"{_BLOCK}/LayerNorm/beta", "encoder/attention/layer_norm_beta", NONE, "encoder"),
+    Rule(f"{_BLOCK}/ffn_1/intermediate/dense/kernel", "encoder/ffn/intermediate_kernel", NONE, "encoder"),
+    Rule(f"{_BLOCK}/ffn_1/intermediate/dense/bias", "encoder/ffn/intermediate_bias", NONE, "encoder"),
+    Rule(f"{_BLOCK}/ffn_1/intermediate/output/dense/kernel", "encoder/ffn/output_kernel", NONE, "encoder"),
+    Rule(f"{_BLOCK}/ffn_1/intermediate/output/dense/bias", "encoder/ffn/output_bias", NONE, "encoder"),
+    Rule(f"{_BLOCK}/LayerNorm_1/gamma", "encoder/ffn/layer_norm_gamma", NONE, "encoder"),
+    Rule(f"{_BLOCK}/LayerNorm_1/beta", "encoder/ffn/layer_norm_beta", NONE, "encoder"),
+    Rule("bert/pooler/dense/kernel", "pooler/kernel", NONE, "pooler"),
+    Rule("bert/pooler/dense/bias", "pooler/bias", NONE, "pooler"),
+    Rule("cls/predictions/transform/dense/kernel", "masked_lm/dense/kernel", NONE, "masked_lm"),
+    Rule("cls/predictions/transform/dense/bias", "masked_lm/dense/bias", NONE, "masked_lm"),
+    Rule("cls/predictions/transform/LayerNorm/gamma", "masked_lm/layer_norm/gamma", NONE, "masked_lm"),
+    Rule("cls/predictions/transform/LayerNorm/beta", "masked_lm/layer_norm/beta", NONE, "masked_lm"),
+    Rule("cls/predictions/output_bias", "masked_lm/output_bias", NONE, "masked_lm"),
+    Rule("cls/seq_relationship/output_weights", "sentence_order/dense/kernel", TRANSPOSE, "sentence_order"),
+    Rule("cls/seq_relationship/output_bias", "sentence_order/dense/bias", NONE, "sentence_order"),
+)
+
+# Training state in original checkpoints: never model weights, ignored explicitly (and logged).
+ORIGINAL_IGNORED = (
+    re.compile(r"(^|/)(adam_m|adam_v)$"),
+    re.compile(r"(^|/)global_step$"),
+    re.compile(r"(^|/)AdamWeightDecayOptimizer(_1)?$"),
+    re.compile(r"(^|/)LAMBOptimizer(_1)?$"),
+)
+
+# ------------------------------------------------------------------ Hugging Face AlbertForPreTraining
+# Names as AlbertForPreTraining saves them; an AlbertModel checkpoint (no "albert." prefix) is
+# renamed to this layout when read (huggingface.py).
+_LAYER = "albert.encoder.albert_layer_groups.{g}.albert_layers.{k}"
+HUGGINGFACE = (
+    Rule("albert.embeddings.word_embeddings.weight", "embeddings/word_embeddings", NONE, "embeddings"),
+    Rule("albert.embeddings.position_embeddings.weight", "embeddings/position_embeddings", NONE, "embeddings"),
+    Rule("albert.embeddings.token_type_embeddings.weight", "embeddings/token_type_embeddings", NONE, "embeddings"),
+    Rule("albert.embeddings.LayerNorm.weight", "embeddings/layer_norm/gamma", NONE, "embeddings"),
+    Rule("albert.embeddings.LayerNorm.bias", "embeddings/layer_norm/beta", NONE, "embeddings"),
+    Rule("albert.encoder.embedding_hidden_mapping_in.weight", "embeddings/embedding_projection/kernel", TRANSPOSE, "projection"),
+    Rule("albert.encoder.embedding_hidden_mapping_in.bias", "embeddings/embedding_projection/bias", NONE, "projection"),
+    Rule(f"{_LAYER}.attention.query.weight", "encoder/attention/query_kernel", TRANSPOSE, "encoder"),
+    Rule(f"{_LAYER}.attention.query.bias", "encoder/attention/query_bias", NONE, "encoder"),
+    Rule(f"{_LAYER}.attention.key.weight", "encoder/attention/key_kernel", TRANSPOSE, "encoder"),
+    Rule(f"{_LAYER}.attention.key.bias", "encoder/attention/key_bias", NONE, "encoder"),
+    Rule(f"{_LAYER}.attention.value.weight", "encoder/attention/value_kernel", TRANSPOSE, "encoder"),
+    Rule(f"{_LAYER}.attention.value.bias", "encoder/attention/value_bias", NONE, "encoder"),
+    Rule(f"{_LAYER}.attention.dense.weight", "encoder/attention/output_kernel", TRANSPOSE, "encoder"),
+    Rule(f"{_LAYER}.attention.dense.bias", "encoder/attention/output_bias", NONE, "encoder"),
+    Rule(f"{_LAYER}.attention.LayerNorm.weight", "encoder/attention/layer_norm_gamma", NONE, "encoder"),
+    Rule(f"{_LAYER}.attention.LayerNorm.bias", "encoder/attention/layer_norm_beta", NONE, "encoder"),
+    Rule(f"{_LAYER}.ffn.weight", "encoder/ffn/intermediate_kernel", TRANSPOSE, "encoder"),
+    Rule(f"{_LAYER}.ffn.bias", "encoder/ffn/intermediate_bias", NONE, "encoder"),
+    Rule(f"{_LAYER}.ffn_output.weight", "encoder/ffn/output_kernel", TRANSPOSE, "encoder"),
+    Rule(f"{_LAYER}.ffn_output.bias", "encoder/ffn/output_bias", NONE, "encoder"),
+    Rule(f"{_LAYER}.full_layer_layer_norm.weight", "encoder/ffn/layer_norm_gamma", NONE, "encoder"),
+    Rule(f"{_LAYER}.full_layer_layer_norm.bias", "encoder/ffn/layer_norm_beta", NONE, "encoder"),
+    Rule("albert.pooler.weight", "pooler/kernel", TRANSPOSE, "pooler"),
+    Rule("albert.pooler.bias", "pooler/bias", NONE, "pooler"),
+    Rule("predictions.dense.weight", "masked_lm/dense/kernel", TRANSPOSE, "masked_lm"),
+    Rule("predictions.dense.bias", "masked_lm/dense/bias", NONE, "masked_lm"),
+    Rule("predictions.LayerNorm.weight", "masked_lm/layer_norm/gamma", NONE, "masked_lm"),
+    Rule("predictions.LayerNorm.bias", "masked_lm/layer_norm/beta", NONE, "masked_lm"),
+    Rule("predictions.bias", "masked_lm/output_bias", NONE, "masked_lm"),
+    Rule("sop_classifier.classifier.weight", "sentence_order/dense/kernel", TRANSPOSE, "sentence_order"),
+    Rule("sop_classifier.classifier.bias", "sentence_order/dense/bias", NONE, "sentence_order"),
+)
+
+# Non-persistent buffers that older transformers versions saved; not weights.
+HUGGINGFACE_IGNORED = (
+    re.compile(r"^albert\.embeddings\.(position_ids|token_type_ids)$"),
+)

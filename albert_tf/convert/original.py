@@ -1,0 +1,111 @@
+"""Import of the original google-research/albert TF1 checkpoints (`model.ckpt-*` + albert_config.json).
+
+Reads any name-based TF1 checkpoint the original code wrote (training checkpoints with
+adam_m/adam_v slots and global_step, the released `model.ckpt-best`, TF-Hub exports whose
+variables carry a `module/` prefix), with any num_hidden_groups / inner_group_num, the pooler
+and the MLM and SOP heads, through the flat table `names.ORIGINAL`.
+"""
+import os
+import re
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.config import AlbertConfig
+from albert_tf.convert import files, names
+from albert_tf.convert.weights import Checkpoint, ConversionError, load_weights
+
+# The original AlbertConfig's constructor defaults (albert_original.md 3.1), for keys a config omits.
+ORIGINAL_DEFAULTS = dict(
+    embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,
+    num_attention_heads=64, intermediate_size=16384, inner_group_num=1, hidden_act="gelu",
+    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=512,
+    type_vocab_size=2, initializer_range=0.02)
+
+_HUB_PREFIX = "module/"
+
+
+def read_original_config(path):
+    """An `AlbertConfig` from an original albert_config.json ("gelu" is the tanh GELU there)."""
+    values = {**ORIGINAL_DEFAULTS, **files.read_json(path)}
+    return AlbertConfig.from_dict(values, dialect="original", source=path)
+
+
+def resolve_checkpoint_prefix(path):
+    """The checkpoint prefix for `path`: a prefix itself, or a directory holding one checkpoint.
+
+    A directory resolves through its `checkpoint` state file, or else to its only `*.index`
+    file (the released archives ship `model.ckpt-best` without a state file).
+    """
+    if tf.io.gfile.exists(path + ".index"):
+        return path
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest:
+            return latest
+        indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
+        if len(indexes) == 1:
+            return indexes[0][:-len(".index")]
+        if indexes:
+            raise ValueError(
+                f"{path} holds several checkpoints ({', '.join(os.path.basename(i) for i in indexes)}); "
+                f"pass the prefix of one, e.g. {indexes[-1][:-len('.index')]}")
+        raise FileNotFoundError(f"No TF1 checkpoint (*.index) in directory {path}")
+    raise FileNotFoundError(
+        f"No TF1 checkpoint at {path}: expected the prefix of {path}.index and "
+        f"{path}.data-*, or a directory holding them")
+
+
+def read_original_checkpoint(prefix):
+    """A `Checkpoint` over a TF1 checkpoint; a TF-Hub `module/` prefix is removed from names."""
+    reader = tf.train.load_checkpoint(prefix)
+    stored = reader.get_variable_to_shape_map()
+    if any(".ATTRIBUTES/" in name for name in stored):
+        raise ConversionError(
+            f"{prefix} is a TF2 object-based checkpoint, not an original TF1 one; albert_tf's "
+            f"own checkpoints and saved models load with albert_tf.load")
+    shapes, display = {}, {}
+    for name, shape in stored.items():
+        key = name[len(_HUB_PREFIX):] if name.startswith(_HUB_PREFIX) else name
+        if key in shapes:
+            raise ConversionError(f"{prefix}: variable {key} is stored both with and without "
+                                  f"the TF-Hub prefix {_HUB_PREFIX!r}")
+        shapes[key], display[key] = shape, name
+    return Checkpoint(prefix, shapes, lambda key: reader.get_tensor(display[key]), display)
+
+
+def from_original(checkpoint_prefix, config_path=None, ignore_variables=()):
+    """An `AlbertPretrainer` holding the weights of an original ALBERT TF1 checkpoint.
+
+    Args:
+        checkpoint_prefix: e.g. ".../model.ckpt-best" (or the directory holding it).
+        config_path: the original albert_config.json (default: albert_config.json beside the
+            checkpoint).
+        ignore_variables: regexes (re.search) of checkpoint variables to skip on purpose, e.g.
+            a fine-tuned classifier's "^output_(weights|bias)$". Optimizer slots and global_step
+            are always skipped.
+
+    Returns:
+        An AlbertPretrainer whose `.backbone` is the AlbertModel. Heads (and the pooler)
+        missing from the checkpoint keep their fresh initialisation (a warning is logged).
+
+    Example:
+        >>> from albert_tf.convert import from_original
+        >>> pretrainer = from_original("albert_base/model.ckpt-best",
+        ...                            "albert_base/albert_config.json")  # doctest: +SKIP
+        >>> backbone = pretrainer.backbone  # doctest: +SKIP
+    """
+    from albert_tf.models.backbone import AlbertModel
+    from albert_tf.models.pretrainer import AlbertPretrainer
+
+    prefix = resolve_checkpoint_prefix(checkpoint_prefix)
+    if config_path is None:
+        config_path = os.path.join(os.path.dirname(prefix), "albert_config.json")
+    config = read_original_config(config_path)
+    logging.info("Converting original checkpoint %s with %s", prefix, config_path)
+    checkpoint = read_original_checkpoint(prefix)
+    pretrainer = AlbertPretrainer(AlbertModel(config))
+    ignored = names.ORIGINAL_IGNORED + tuple(re.compile(p) for p in ignore_variables)
+    load_weights(pretrainer, checkpoint, names.ORIGINAL, ignored=ignored,
+                 config_source=config_path)
+    return pretrainer

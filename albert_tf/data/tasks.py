@@ -484,3 +484,120 @@ def count_truncated(examples, preprocessor, batch_size=1024):
             total = total + preprocessor.token_lengths(features["text_pair"])
         truncated += int(np.sum(total.numpy() + specials > preprocessor.seq_length))
     return truncated
+
+
+# ----------------------------------------------------------------------------- built-in task
+DOCSTRING_SOURCE = "docstring-source"
+
+
+def docstring_source_splits(packages=("tensorflow", "keras", "numpy"), per_class=500,
+                            dev_fraction=0.2, min_words=12, max_sentences=3, seed=0,
+                            cache_dir=None):
+    """A real, offline classification task: which library a docstring paragraph comes from.
+
+    Documents of `albert_tf.data.corpora`'s "builtin:docstrings" corpus are read one package at a
+    time (that is the provenance); each becomes one example (its first `max_sentences`
+    sentences, at least `min_words` words). Texts found in more than one package are dropped,
+    then up to `per_class` examples per package are drawn and split into train and dev.
+
+    Returns (task, {"train": Examples, "dev": Examples}).
+    """
+    from albert_tf.data.corpora import iter_documents
+
+    by_package = {}
+    for package in packages:
+        texts = []
+        for document in iter_documents("builtin:docstrings", packages=(package,),
+                                       cache_dir=cache_dir):
+            text = " ".join(document[:max_sentences])
+            if len(text.split()) >= min_words:
+                texts.append(text)
+        by_package[package] = sorted(set(texts))
+        logging.info("%s: %d %s docstring paragraphs", DOCSTRING_SOURCE, len(texts), package)
+    seen = {}
+    for package, texts in by_package.items():
+        for text in texts:
+            seen[text] = seen.get(text, 0) + 1
+    rng = np.random.default_rng(seed)
+    splits = {"train": ([], []), "dev": ([], [])}
+    for label, package in enumerate(packages):
+        texts = [t for t in by_package[package] if seen[t] == 1]
+        chosen = rng.permutation(len(texts))[:per_class]
+        n_dev = max(1, int(round(dev_fraction * len(chosen))))
+        for i, index in enumerate(chosen):
+            split = "dev" if i < n_dev else "train"
+            splits[split][0].append(texts[index])
+            splits[split][1].append(label)
+    task = Task(DOCSTRING_SOURCE, tuple(packages), ("accuracy",), ("text",), "label")
+    out = {}
+    for split, (texts, labels) in splits.items():
+        order = rng.permutation(len(texts))
+        out[split] = Examples(texts=[texts[i] for i in order],
+                              labels=np.asarray(labels, np.int32)[order],
+                              source=f"builtin:docstrings ({', '.join(packages)}) {split}")
+    return task, out
+
+
+def load_task_splits(task_name, data_dir=None, use_tfds=False, tfds_data_dir=None,
+                     train_file=None, dev_file=None, test_file=None, text_column="text",
+                     text_pair_column=None, label_column="label", labels=None, regression=False,
+                     skip_bad_lines=False, wanted=("train", "dev"), seed=0):
+    """Reads the `wanted` splits of a task; returns (task, {split: Examples}).
+
+    Files (`train_file`/`dev_file`/`test_file`) make a custom task named `task_name` (labels
+    from `labels` or the training file); "docstring-source" is the built-in task; any other
+    name is a GLUE task read from `data_dir` TSVs or, with `use_tfds`, prepared TFDS data.
+    """
+    if train_file or dev_file or test_file:
+        task = custom_task(task_name, text_column, text_pair_column, label_column, labels,
+                           regression)
+        files = {"train": train_file, "dev": dev_file, "test": test_file}
+        missing = [s for s in wanted if not files[s]]
+        if missing:
+            raise ValueError(f"task {task_name!r} from files: no file for split(s) {missing} "
+                             f"(--{missing[0]}_file)")
+        splits = {}
+        for split in ("train", "dev", "test"):
+            if split in wanted:
+                splits[split], task = read_file_examples(
+                    task, files[split], labelled=split != "test", skip_bad_lines=skip_bad_lines,
+                    infer_labels=not task.is_regression and not task.labels)
+        return task, splits
+    if task_name.lower().replace("_", "-") == DOCSTRING_SOURCE:
+        task, splits = docstring_source_splits(seed=seed)
+        if "test" in wanted:
+            raise ValueError(f"{DOCSTRING_SOURCE} has no test split")
+        return task, {s: splits[s] for s in wanted}
+    task = get_task(task_name)
+    if use_tfds:
+        return task, {s: read_tfds_examples(task, s, tfds_data_dir) for s in wanted}
+    if data_dir is None:
+        raise ValueError(f"GLUE task {task.name!r} needs data_dir (or use_tfds)")
+    return task, {s: read_glue_examples(task, data_dir, s, skip_bad_lines) for s in wanted}
+
+
+def write_predictions(model, examples, preprocessor, task, output_dir, batch_size=32):
+    """Writes test_results.tsv (per-class probabilities, or the score) and submit_results.tsv
+    ("index<TAB>prediction" with label names, the GLUE submission format)."""
+    dataset = make_dataset(examples, preprocessor, batch_size, with_labels=False)
+    outputs = np.asarray(model.predict(dataset, verbose=0), dtype=np.float64)[:len(examples)]
+    if task.is_regression:
+        scores = outputs.reshape(-1)
+        results = [f"{s:.6f}" for s in scores]
+        submit = results
+    else:
+        shifted = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
+        probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+        results = ["\t".join(f"{p:.6f}" for p in row) for row in probabilities]
+        submit = [task.labels[i] for i in probabilities.argmax(axis=-1)]
+    _write_lines(os.path.join(output_dir, "test_results.tsv"), results)
+    _write_lines(os.path.join(output_dir, "submit_results.tsv"),
+                 ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(submit)])
+    logging.info("Wrote %d test predictions to %s", len(examples), output_dir)
+
+
+def _write_lines(path, lines):
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    tf.io.gfile.rename(tmp, path, overwrite=True)

@@ -127,16 +127,19 @@ def write_json_atomic(path, obj):
 
 
 class TaskEvaluator(keras.callbacks.Callback):
-    """Evaluates a classifier on a dev set at the end of every epoch and keeps the best weights.
+    """Scores a classifier on a dev set at the end of every epoch and keeps the best weights.
 
     Args:
-        dataset: a finite tf.data.Dataset of (features, labels) batches.
+        dataset: a finite tf.data.Dataset of (features, labels) batches (may end with padding
+            examples, cut off by `num_examples`).
         metric_names: metrics to compute (keys of `METRICS`); the first one selects the best
-            checkpoint unless `main_metric` is given.
+            weights unless `main_metric` is given.
         output_dir: where `eval_results.json` and `best.weights.h5` are written (or None).
-        regression: if True the model outputs one score per example, else logits.
-        main_metric: name of the metric that selects the best weights (higher is better).
-        steps_per_epoch: steps per Keras epoch, to report the global step.
+        regression: the model outputs one score per example instead of logits.
+        main_metric: the metric that selects the best weights (higher is better).
+        steps_per_epoch: training steps per Keras epoch, to report the global step.
+        labels: the dev labels (NumPy); default: collected from `dataset`.
+        num_examples: number of real examples (default: all predictions).
         prefix: key prefix in the logs and results ("eval" -> "eval_accuracy").
 
     Example:
@@ -145,7 +148,7 @@ class TaskEvaluator(keras.callbacks.Callback):
     """
 
     def __init__(self, dataset, metric_names, output_dir=None, regression=False, main_metric=None,
-                 steps_per_epoch=None, prefix="eval"):
+                 steps_per_epoch=None, labels=None, num_examples=None, prefix="eval"):
         super().__init__()
         compute_metrics(metric_names, [0], [0])  # validates the names early
         self.dataset = dataset
@@ -156,6 +159,8 @@ class TaskEvaluator(keras.callbacks.Callback):
         self.output_dir = output_dir
         self.regression = regression
         self.steps_per_epoch = steps_per_epoch
+        self.labels = None if labels is None else np.asarray(labels)
+        self.num_examples = num_examples
         self.prefix = prefix
         self.history = []
         self.best = None
@@ -165,37 +170,42 @@ class TaskEvaluator(keras.callbacks.Callback):
         return None if self.output_dir is None else os.path.join(self.output_dir, "best.weights.h5")
 
     def evaluate(self):
-        """Runs the model over the dataset; returns {metric: value} plus `loss`-free counts."""
-        outputs, labels = [], []
-        for features, batch_labels in self.dataset:
-            outputs.append(np.asarray(self.model(features, training=False), dtype=np.float64))
-            labels.append(np.asarray(batch_labels))
-        outputs = np.concatenate(outputs, axis=0)
-        labels = np.concatenate(labels, axis=0)
+        """Predicts the dataset (under the model's strategy) and returns {metric: value}."""
+        outputs = np.asarray(self.model.predict(self.dataset, verbose=0), dtype=np.float64)
+        labels = self.labels
+        if labels is None:
+            labels = np.concatenate([np.asarray(y) for _, y in self.dataset], axis=0)
+        n = self.num_examples or len(labels)
+        outputs, labels = outputs[:n], labels[:n]
         predictions = outputs.reshape(-1) if self.regression else outputs.argmax(axis=-1)
         results = compute_metrics(self.metric_names, predictions, labels)
-        results["num_examples"] = int(labels.shape[0])
+        results["num_examples"] = int(n)
         return results
 
-    def on_epoch_end(self, epoch, logs=None):
+    def record(self, step):
+        """Evaluates, appends to the history, saves best weights, rewrites eval_results.json."""
         start = time.time()
         results = self.evaluate()
-        step = (epoch + 1) * self.steps_per_epoch if self.steps_per_epoch else epoch + 1
         record = {"step": int(step), **{f"{self.prefix}_{k}": v for k, v in results.items()}}
         value = results[self.main_metric]
         improved = self.best is None or value > self.best["value"]
         if improved:
             self.best = {"step": int(step), "metric": self.main_metric, "value": value}
             if self.best_weights_path:
-                tmp = f"{self.best_weights_path}.tmp-{uuid.uuid4().hex}.weights.h5"
+                tmp = f"{self.best_weights_path[:-len('.weights.h5')]}-{uuid.uuid4().hex}.weights.h5"
                 self.model.save_weights(tmp)
                 tf.io.gfile.rename(tmp, self.best_weights_path, overwrite=True)
         self.history.append(record)
-        if logs is not None:
-            logs.update({f"{self.prefix}_{k}": v for k, v in results.items() if k in self.metric_names})
         logging.info("step %d: %s (%.1fs)%s", step,
                      ", ".join(f"{k}={results[k]:.4f}" for k in self.metric_names),
                      time.time() - start, " new best" if improved else "")
         if self.output_dir:
             write_json_atomic(os.path.join(self.output_dir, "eval_results.json"),
                               {"best": self.best, "history": self.history})
+        return results
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = (epoch + 1) * self.steps_per_epoch if self.steps_per_epoch else epoch + 1
+        results = self.record(step)
+        if logs is not None:
+            logs.update({f"{self.prefix}_{k}": results[k] for k in self.metric_names})

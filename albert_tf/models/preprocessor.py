@@ -1,0 +1,141 @@
+"""`AlbertPreprocessor`: raw strings (single texts or pairs) -> ALBERT model inputs, in the graph.
+
+It composes the text package's `TextTokenizer` (ALBERT's normalization + SentencePiece, ids
+equal to the Python tokenizer) and `SegmentPacker` ([CLS] a [SEP] (b [SEP]), truncation,
+padding). The same layer runs in `tf.data.Dataset.map` while fine-tuning and inside the exported
+SavedModel, so training and serving tokenize identically.
+
+Padding: `dynamic_padding=False` pads every batch to `seq_length` (static shapes, needed on TPU);
+`dynamic_padding=True` pads to the longest sequence of the batch rounded up to a multiple of
+`bucket`, which is much faster when texts are short.
+
+>>> pre = AlbertPreprocessor("30k-clean.model", seq_length=128)        # doctest: +SKIP
+>>> inputs = pre({"text": ["A first sentence."], "text_pair": ["Its pair."]})  # doctest: +SKIP
+>>> sorted(inputs)                                                     # doctest: +SKIP
+['input_mask', 'input_type_ids', 'input_word_ids']
+"""
+import base64
+
+import keras
+import tensorflow as tf
+
+from albert_tf.text.layers import SegmentPacker, TextTokenizer
+from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
+
+TRUNCATIONS = ("longest_first", "round_robin")
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertPreprocessor(keras.layers.Layer):
+    """Maps tf.string [batch] texts (and optional pairs) to input_word_ids/input_mask/input_type_ids.
+
+    Args:
+        spm_model: SentencePiece model: a path (local or gs://) or the serialized bytes.
+        lower_case: lowercase while normalizing (True for the released uncased models).
+        seq_length: maximum sequence length including [CLS] and [SEP]s.
+        truncation: "longest_first" (the original GLUE code: pop tokens from the longer text)
+            or "round_robin" (TF Model Garden's preprocessing).
+        dynamic_padding: pad to the batch's longest sequence (rounded up to `bucket`) instead of
+            `seq_length`.
+        bucket: padded lengths are multiples of this with dynamic padding.
+
+    Call with a string tensor [B], a list/tuple of one or two of them, or a dict with "text" and
+    optionally "text_pair". Returns a dict of int32 [B, S] tensors.
+
+    Example:
+        >>> pre = AlbertPreprocessor(spm_model_file, seq_length=32)  # doctest: +SKIP
+        >>> pre(tf.constant(["Hello world!"]))["input_word_ids"].shape  # doctest: +SKIP
+        TensorShape([1, 32])
+    """
+
+    def __init__(self, spm_model, lower_case=True, seq_length=128, truncation="longest_first",
+                 dynamic_padding=False, bucket=8, **kwargs):
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        if not isinstance(seq_length, int) or seq_length < 3:
+            raise ValueError(f"seq_length must be an integer >= 3 ([CLS] a [SEP] b [SEP]), "
+                             f"got {seq_length!r}")
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
+        if not isinstance(bucket, int) or bucket < 1:
+            raise ValueError(f"bucket must be a positive integer, got {bucket!r}")
+        self.model_proto = read_model_proto(spm_model)
+        self.lower_case = bool(lower_case)
+        self.seq_length = seq_length
+        self.truncation = truncation
+        self.dynamic_padding = bool(dynamic_padding)
+        self.bucket = bucket
+        python_tokenizer = SentencePieceTokenizer(self.model_proto, lower_case=self.lower_case)
+        self.vocab_size = python_tokenizer.vocab_size
+        self.special_ids = {"cls_id": python_tokenizer.cls_id, "sep_id": python_tokenizer.sep_id,
+                            "pad_id": python_tokenizer.pad_id, "mask_id": python_tokenizer.mask_id}
+        self.tokenizer = TextTokenizer(self.model_proto, lower_case=self.lower_case,
+                                       name="tokenizer")
+        self.packer = SegmentPacker(
+            seq_length, cls_id=python_tokenizer.cls_id, sep_id=python_tokenizer.sep_id,
+            pad_id=python_tokenizer.pad_id, truncation=truncation,
+            pad_to="longest" if self.dynamic_padding else "fixed",
+            bucket=bucket if self.dynamic_padding else None, name="packer")
+
+    @staticmethod
+    def _segments(inputs):
+        if isinstance(inputs, dict):
+            unknown = sorted(set(inputs) - {"text", "text_pair"})
+            if "text" not in inputs or unknown:
+                raise KeyError(f"AlbertPreprocessor: expected keys 'text' and optionally "
+                               f"'text_pair', got {sorted(inputs)}")
+            segments = [inputs["text"]] + ([inputs["text_pair"]] if "text_pair" in inputs else [])
+        elif isinstance(inputs, (list, tuple)):
+            segments = list(inputs)
+        else:
+            segments = [inputs]
+        if not 1 <= len(segments) <= 2:
+            raise ValueError(f"AlbertPreprocessor takes one or two text segments, got "
+                             f"{len(segments)}")
+        tensors = []
+        for segment in segments:
+            segment = tf.convert_to_tensor(segment)
+            if segment.dtype != tf.string:
+                raise TypeError(f"AlbertPreprocessor: texts must be tf.string, got {segment.dtype}")
+            if segment.shape.rank is not None and segment.shape.rank != 1:
+                raise ValueError(f"AlbertPreprocessor: texts must have shape [batch], got "
+                                 f"{segment.shape}")
+            tensors.append(segment)
+        return tensors
+
+    def call(self, inputs):
+        return self.packer([self.tokenizer(segment) for segment in self._segments(inputs)])
+
+    def token_lengths(self, texts):
+        """Number of SentencePiece ids of each text (int32 [batch]), before truncation."""
+        return self.tokenizer(tf.convert_to_tensor(texts, tf.string)).row_lengths()
+
+    def with_padding(self, dynamic_padding, seq_length=None):
+        """A copy of this preprocessor with another padding mode (and maybe sequence length)."""
+        config = self.get_config()
+        config.update(dynamic_padding=dynamic_padding, name=f"{self.name}_copy")
+        if seq_length is not None:
+            config["seq_length"] = seq_length
+        return type(self).from_config(config)
+
+    def compute_output_spec(self, inputs):
+        segments = inputs if not isinstance(inputs, dict) else [inputs["text"]]
+        first = segments[0] if isinstance(segments, (list, tuple)) else segments
+        length = None if self.dynamic_padding else self.seq_length
+        spec = keras.KerasTensor((first.shape[0], length), dtype="int32")
+        return {"input_word_ids": spec, "input_mask": spec, "input_type_ids": spec}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(spm_model=base64.b64encode(self.model_proto).decode("ascii"),
+                      lower_case=self.lower_case, seq_length=self.seq_length,
+                      truncation=self.truncation, dynamic_padding=self.dynamic_padding,
+                      bucket=self.bucket)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("spm_model"), str):
+            config["spm_model"] = base64.b64decode(config["spm_model"])
+        return cls(**config)

@@ -9,7 +9,7 @@ Each converter is a flat table of (source name -> our variable, transform) in
 `albert_tf.convert.names`; `albert_tf.convert.weights` applies a table with full checks.
 """
 from albert_tf.convert.huggingface import from_huggingface, to_huggingface
-from albert_tf.convert.original import from_original
+from albert_tf.convert.original import from_original, to_original
 from albert_tf.convert.weights import ConversionError
 
-__all__ = ["from_original", "from_huggingface", "to_huggingface", "ConversionError"]
+__all__ = ["from_original", "to_original", "from_huggingface", "to_huggingface", "ConversionError"]

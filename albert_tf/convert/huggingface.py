@@ -20,7 +20,8 @@ from safetensors import numpy as safetensors_numpy
 
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import files, names
-from albert_tf.convert.weights import Checkpoint, ConversionError, export_weights, load_weights
+from albert_tf.convert.weights import (Checkpoint, ConversionError, export_weights, load_weights,
+                                       shared_groups)
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -166,14 +167,10 @@ def from_huggingface(directory, ignore_variables=()):
 
 def huggingface_config(config):
     """The HF config.json dict for an `AlbertConfig`, or a ConversionError if HF cannot express it."""
-    if config.attention_groups != config.ffn_groups:
-        raise ConversionError(
-            f"sharing={config.sharing!r} with num_hidden_groups={config.num_hidden_groups} has "
-            f"{config.attention_groups} attention but {config.ffn_groups} feed-forward weight "
-            f"groups; Hugging Face ALBERT shares whole blocks and cannot express that")
+    groups = shared_groups(config)
     values = config.to_json_dict("huggingface")
     values.pop("sharing")
-    values["num_hidden_groups"] = config.attention_groups  # sharing="none" -> one group per layer
+    values["num_hidden_groups"] = groups
     values.update(_EXPORT_EXTRAS)
     return values
 

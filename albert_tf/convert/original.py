@@ -1,4 +1,4 @@
-"""Import of the original google-research/albert TF1 checkpoints (`model.ckpt-*` + albert_config.json).
+"""The original google-research/albert TF1 checkpoints (`model.ckpt-*` + albert_config.json).
 
 Reads any name-based TF1 checkpoint the original code wrote (training checkpoints with
 adam_m/adam_v slots and global_step, the released `model.ckpt-best`, TF-Hub exports whose
@@ -13,7 +13,8 @@ from absl import logging
 
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import files, names
-from albert_tf.convert.weights import Checkpoint, ConversionError, load_weights
+from albert_tf.convert.weights import (Checkpoint, ConversionError, export_weights, load_weights,
+                                       shared_groups)
 
 # The original AlbertConfig's constructor defaults (albert_original.md 3.1), for keys a config omits.
 ORIGINAL_DEFAULTS = dict(
@@ -109,3 +110,41 @@ def from_original(checkpoint_prefix, config_path=None, ignore_variables=()):
     load_weights(pretrainer, checkpoint, names.ORIGINAL, ignored=ignored,
                  config_source=config_path)
     return pretrainer
+
+
+def write_tf1_checkpoint(prefix, arrays):
+    """Writes {name: np.ndarray} as a name-based TF1 checkpoint (`prefix.index`, `prefix.data-*`)."""
+    names_ = sorted(arrays)
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names_, shape_and_slices=[""] * len(names_),
+                      tensors=[tf.convert_to_tensor(arrays[n]) for n in names_])
+
+
+def to_original(pretrainer, directory, checkpoint_name="model.ckpt"):
+    """Writes `directory/albert_config.json` + a TF1 checkpoint with the original variable names.
+
+    Returns the checkpoint prefix. The original code reads "gelu" as the tanh GELU; a model
+    with hidden_act "gelu_erf" (HF v1 configs) keeps that name, which the original code rejects.
+
+    Example:
+        >>> from albert_tf.convert.original import to_original
+        >>> to_original(pretrainer, "/tmp/albert_tf1")  # doctest: +SKIP
+        '/tmp/albert_tf1/model.ckpt'
+    """
+    from albert_tf.models.pretrainer import AlbertPretrainer
+
+    if not isinstance(pretrainer, AlbertPretrainer):
+        raise TypeError(f"to_original needs an AlbertPretrainer, got {type(pretrainer).__name__}")
+    config = pretrainer.backbone.config
+    groups = shared_groups(config)
+    if config.hidden_act == "gelu_erf":
+        logging.warning("hidden_act 'gelu_erf' has no name in the original albert_config.json "
+                        "(its 'gelu' is the tanh approximation); the original code will reject it")
+    values = config.to_json_dict("original")
+    values.pop("sharing")
+    values["num_hidden_groups"] = groups
+    tf.io.gfile.makedirs(directory)
+    prefix = os.path.join(directory, checkpoint_name)
+    write_tf1_checkpoint(prefix, export_weights(pretrainer, names.ORIGINAL))
+    files.write_json(os.path.join(directory, "albert_config.json"), values)
+    logging.info("Wrote an original TF1 checkpoint to %s", prefix)
+    return prefix

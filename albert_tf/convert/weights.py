@@ -213,6 +213,21 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
     return {"loaded": loaded, "initialized": initialized, "ignored": skipped}
 
 
+def shared_groups(config):
+    """The num_hidden_groups of an equivalent whole-block-sharing model (HF, original).
+
+    sharing="none" is one group per layer; "attention"/"ffn" sharing is expressible only when
+    the attention and FFN group counts agree.
+    """
+    if config.attention_groups != config.ffn_groups:
+        raise ConversionError(
+            f"sharing={config.sharing!r} with num_hidden_groups={config.num_hidden_groups} has "
+            f"{config.attention_groups} attention but {config.ffn_groups} feed-forward weight "
+            f"groups; the original and Hugging Face ALBERT share whole blocks and cannot "
+            f"express that")
+    return config.attention_groups
+
+
 def export_weights(pretrainer, table):
     """{checkpoint name: float32 np.ndarray} for every model variable, named by `table`."""
     variables = model_variables(pretrainer)

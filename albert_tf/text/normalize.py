@@ -10,16 +10,20 @@ import unicodedata
 
 
 def to_text(text):
-    """Returns `text` as `str`; bytes are decoded as strict UTF-8 with an error naming the byte."""
+    """Returns `text` as `str` with every invalid UTF-8 sequence replaced by U+FFFD.
+
+    Bytes are decoded with `errors="replace"`; a `str` holding lone surrogates (not encodable as
+    UTF-8) is treated as the bytes `surrogatepass` would give, so a surrogate becomes U+FFFD per
+    byte. The in-graph path (`tf.strings.unicode_transcode(errors="replace")`) does the same.
+    """
     if isinstance(text, str):
-        return text
-    if isinstance(text, (bytes, bytearray)):
         try:
-            return bytes(text).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ValueError(
-                f"text is not valid UTF-8: byte {bytes(text)[e.start:e.start + 1]!r} at offset "
-                f"{e.start} ({e.reason})") from None
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "surrogatepass")
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("utf-8", "replace")
     raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
 
 
@@ -33,7 +37,7 @@ def preprocess_text(text, lower=True):
     4. lowercase with `str.lower` when `lower` is true.
 
     Args:
-      text: `str`, or UTF-8 `bytes` (invalid UTF-8 raises ValueError naming the offset).
+      text: `str` or UTF-8 `bytes`; invalid UTF-8 sequences become U+FFFD (see `to_text`).
       lower: lowercase the result (the released English ALBERT models are uncased).
 
     >>> preprocess_text("Ça\\tva ?", lower=False)

@@ -1,0 +1,176 @@
+"""Keras layers for in-graph text preprocessing: `TextTokenizer` and `SegmentPacker`.
+
+Both are plain TF ops inside (tensorflow-text for SentencePiece and packing), with no Python
+control flow on tensors, so they run in tf.data, in `tf.function(autograph=False)` and in a
+SavedModel written by `keras.export.ExportArchive` (track the layer; the SentencePiece model is
+embedded in the graph, no asset file).
+"""
+import base64
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tft
+
+from albert_tf.text import graph_ops
+from albert_tf.text.tokenizer import read_model_proto
+
+TRUNCATIONS = ("round_robin", "longest_first")
+PAD_TO = ("fixed", "longest")
+
+
+class _StringLayer(keras.layers.Layer):
+    """A preprocessing layer: inputs are strings or ragged ids, not float tensors to autocast."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True  # no weights; built so that ExportArchive can track it right away
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class TextTokenizer(_StringLayer):
+    """Raw text -> SentencePiece ids in-graph, equal to `SentencePieceTokenizer.encode_ids`.
+
+    ALBERT's `preprocess_text` (whitespace collapse, TeX quotes, NFKD without combining marks,
+    optional lowercase), SentencePiece (tensorflow-text, model bytes embedded), then the
+    digit-comma rule. Invalid UTF-8 becomes U+FFFD, as in the Python path.
+
+    Args:
+      spm_model_file_or_bytes: `.model` path (local or gs://) or serialized model bytes.
+      lower_case: lowercase during preprocessing.
+      model_proto_base64: the model as base64 text (what `get_config` stores), instead of the
+        first argument.
+
+    Example:
+    >>> tokenizer = TextTokenizer("30k-clean.model")                      # doctest: +SKIP
+    >>> tokenizer(tf.constant(["Hello, World 9,000!"])).to_list()          # doctest: +SKIP
+    [[10975, 15, 126, 453, 15, 3993, 187]]
+    """
+
+    def __init__(self, spm_model_file_or_bytes=None, lower_case=True, model_proto_base64=None, **kwargs):
+        super().__init__(**kwargs)
+        if (spm_model_file_or_bytes is None) == (model_proto_base64 is None):
+            raise ValueError("TextTokenizer needs exactly one of spm_model_file_or_bytes and model_proto_base64")
+        if model_proto_base64 is not None:
+            self.model_proto = base64.b64decode(model_proto_base64)
+        else:
+            self.model_proto = read_model_proto(spm_model_file_or_bytes)
+        self.lower_case = bool(lower_case)
+        self.sentencepiece = tft.SentencepieceTokenizer(model=self.model_proto, out_type=tf.string)
+
+    def call(self, texts):
+        """tf.string [B] (or a scalar, or [B, 1]) -> int32 RaggedTensor [B, (pieces)]."""
+        pieces = self.tokenize_to_pieces(texts)
+        return pieces.with_flat_values(self.sentencepiece.string_to_id(pieces.flat_values))
+
+    def tokenize_to_pieces(self, texts):
+        """tf.string [B] -> tf.string RaggedTensor [B, (pieces)] after the digit-comma rule."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if texts.shape.rank == 2:
+            texts = tf.squeeze(texts, axis=1)
+        elif texts.shape.rank == 0:
+            texts = tf.reshape(texts, [1])
+        elif texts.shape.rank != 1:
+            raise ValueError(f"TextTokenizer expects texts of shape [batch] or [batch, 1], got {texts.shape}")
+        normalized = graph_ops.normalize(texts, lower=self.lower_case)
+        pieces = self.sentencepiece.tokenize(normalized)
+        return graph_ops.split_digit_comma(pieces, self.sentencepiece.tokenize)
+
+    @property
+    def vocab_size(self):
+        return int(self.sentencepiece.vocab_size())
+
+    def id_to_piece(self, ids):
+        return self.sentencepiece.id_to_string(ids)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(lower_case=self.lower_case,
+                      model_proto_base64=base64.b64encode(self.model_proto).decode("ascii"))
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class SegmentPacker(_StringLayer):
+    """Packs one or two ragged id segments as `[CLS] A [SEP] (B [SEP])` model inputs.
+
+    Args:
+      seq_length: maximum (and, with pad_to="fixed", exact) output length, special ids included.
+      cls_id, sep_id, pad_id: special ids (ALBERT: 2, 3, 0).
+      truncation: how segments are cut to fit `seq_length`:
+        "round_robin" (default): the budget is dealt one id at a time to each segment in turn, so a
+          short segment keeps all its ids and two long ones split it evenly (the first gets the odd
+          one). For two segments this equals the original ALBERT/BERT `_truncate_seq_pair`
+          (drop from the end of the longer segment, the second on ties).
+        "longest_first": tensorflow-text's ShrinkLongestTrimmer: repeatedly drop the last id of the
+          longest segment, the first on ties (so the second segment gets the odd one).
+      pad_to: "fixed" pads to `seq_length`; "longest" pads to the longest packed row of the batch.
+      bucket: with pad_to="longest", round the padded length up to a multiple of `bucket`
+        (capped at `seq_length`), to bound the number of distinct shapes.
+
+    Call with a list of 1 or 2 int RaggedTensors [B, (n)]; returns a dict of int32 [B, L]:
+    `input_word_ids`, `input_mask` (1 for real ids), `input_type_ids` (0 for CLS, A and its SEP;
+    1 for B and its SEP).
+
+    Example:
+    >>> packer = SegmentPacker(8, cls_id=2, sep_id=3, pad_id=0)
+    >>> out = packer([tf.ragged.constant([[10, 11, 12]]), tf.ragged.constant([[20, 21, 22, 23]])])
+    >>> out["input_word_ids"].numpy().tolist()
+    [[2, 10, 11, 12, 3, 20, 21, 3]]
+    >>> out["input_type_ids"].numpy().tolist()
+    [[0, 0, 0, 0, 0, 1, 1, 1]]
+    """
+
+    def __init__(self, seq_length, cls_id, sep_id, pad_id=0, truncation="round_robin", pad_to="fixed",
+                 bucket=None, **kwargs):
+        super().__init__(**kwargs)
+        if int(seq_length) < 2:
+            raise ValueError(f"seq_length must be at least 2 ([CLS] and [SEP]), got {seq_length}")
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
+        if pad_to not in PAD_TO:
+            raise ValueError(f"pad_to must be one of {PAD_TO}, got {pad_to!r}")
+        if bucket is not None and (int(bucket) < 1 or pad_to != "longest"):
+            raise ValueError(f"bucket must be a positive int and needs pad_to='longest', got bucket={bucket!r} "
+                             f"with pad_to={pad_to!r}")
+        self.seq_length = int(seq_length)
+        self.cls_id, self.sep_id, self.pad_id = int(cls_id), int(sep_id), int(pad_id)
+        self.truncation, self.pad_to = truncation, pad_to
+        self.bucket = None if bucket is None else int(bucket)
+
+    def call(self, segments):
+        if isinstance(segments, (tf.Tensor, tf.RaggedTensor)):
+            segments = [segments]
+        segments = list(segments)
+        if not 1 <= len(segments) <= 2:
+            raise ValueError(f"SegmentPacker packs 1 or 2 segments, got {len(segments)}")
+        budget = self.seq_length - 1 - len(segments)
+        if budget < 0:
+            raise ValueError(f"seq_length={self.seq_length} leaves no room for {len(segments)} segments")
+        segments = [s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s) for s in segments]
+        segments = [tf.cast(s, tf.int64) for s in segments]
+        trimmer_class = tft.RoundRobinTrimmer if self.truncation == "round_robin" else tft.ShrinkLongestTrimmer
+        trimmed = trimmer_class(max_seq_length=budget).trim(segments)
+        ids, type_ids = tft.combine_segments(trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id)
+        shape = self._padded_shape(ids)
+        word_ids = ids.to_tensor(default_value=self.pad_id, shape=shape)
+        mask = tf.ones_like(ids).to_tensor(default_value=0, shape=shape)
+        type_ids = type_ids.to_tensor(default_value=0, shape=shape)
+        return {"input_word_ids": tf.cast(word_ids, tf.int32), "input_mask": tf.cast(mask, tf.int32),
+                "input_type_ids": tf.cast(type_ids, tf.int32)}
+
+    def _padded_shape(self, ids):
+        if self.pad_to == "fixed":
+            return [None, self.seq_length]  # static
+        longest = tf.reduce_max(tf.concat([ids.row_lengths(), [0]], axis=0))
+        if self.bucket:
+            longest = tf.minimum((longest + self.bucket - 1) // self.bucket * self.bucket, self.seq_length)
+        return tf.stack([ids.nrows(), longest])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(seq_length=self.seq_length, cls_id=self.cls_id, sep_id=self.sep_id, pad_id=self.pad_id,
+                      truncation=self.truncation, pad_to=self.pad_to, bucket=self.bucket)
+        return config

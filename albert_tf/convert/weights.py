@@ -84,8 +84,8 @@ def _transform(array, transform):
 
 
 def _dims(target, config):
-    fields = [f for f in names.TARGET_SHAPES[target] if isinstance(f, str)
-              and f not in ("groups", "inner")]
+    fields = dict.fromkeys(f for f in names.TARGET_SHAPES[target] if isinstance(f, str)
+                           and f not in ("groups", "inner"))
     return ", ".join(f"{f}={getattr(config, f)}" for f in fields)
 
 
@@ -175,16 +175,8 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
         used.update(s for s, _, _ in entries)
         loaded.append(part)
 
-    unused = sorted(available - used)
-    if unused:
-        shown = [checkpoint.display(n) for n in unused]
-        raise ConversionError(
-            f"{checkpoint.location}: unexpected variable {shown[0]} is not used by the model built "
-            f"from {config_source}{_unused_hint(unused, table, config)}; {len(unused)} unused in "
-            f"all: {_listed(shown)} (pass them as ignored variables to skip them on purpose)")
-
-    # Shapes first (all of them), then assign: a failing conversion changes nothing.
-    values = {}
+    # Shapes (the config's sizes), then unused names (its structure), then read and assign: a
+    # failing conversion reads no tensor and changes nothing.
     for part in loaded:
         for source, rule, index in wanted[part]:
             variable = variables[rule.target]
@@ -198,6 +190,18 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
                     f"{list(stored)} but the model built from {config_source} needs "
                     f"{list(needed)} ({_dims(rule.target, config)}): the config does not match "
                     f"the checkpoint")
+    unused = sorted(available - used)
+    if unused:
+        shown = [checkpoint.display(n) for n in unused]
+        raise ConversionError(
+            f"{checkpoint.location}: unexpected variable {shown[0]} is not used by the model built "
+            f"from {config_source}{_unused_hint(unused, table, config)}; {len(unused)} unused in "
+            f"all: {_listed(shown)} (pass them as ignored variables to skip them on purpose)")
+
+    values = {}
+    for part in loaded:
+        for source, rule, index in wanted[part]:
+            variable = variables[rule.target]
             array = _transform(checkpoint.read(source), rule.transform)
             if index is None:
                 values[rule.target] = array

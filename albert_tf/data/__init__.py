@@ -1,1 +1,11 @@
-"""albert_tf.data."""
+"""albert_tf.data: corpora, pretraining-instance creation, the TFRecord schema and tf.data pipelines.
+
+Modules (imported explicitly; this package imports nothing so that worker processes stay light):
+- `corpora`: `iter_documents(spec, ...)`, documents as lists of sentences (files, gs://, TFDS, builtin).
+- `masking`: ALBERT's n-gram whole-word masking (pure Python, seeded).
+- `instances`: segments A/B and SOP/NSP labels for one document.
+- `schema`: the original TFRecord feature names/dtypes and a pure-Python Example encoder.
+- `writer`: shard names, bounded shuffle buffer, atomic sharded TFRecord writing.
+- `pretraining`: `create_pretraining_data(...)`, the streaming multi-process driver.
+- `pipeline`: `pretraining_dataset(...)` and `dynamic_masking_dataset(...)` for training.
+"""

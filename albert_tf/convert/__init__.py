@@ -8,8 +8,24 @@
 Each converter is a flat table of (source name -> our variable, transform) in
 `albert_tf.convert.names`; `albert_tf.convert.weights` applies a table with full checks.
 """
-from albert_tf.convert.huggingface import from_huggingface, to_huggingface
-from albert_tf.convert.original import from_original, to_original
-from albert_tf.convert.weights import ConversionError
+# Imported lazily, so that scripts can read the format names without loading TensorFlow.
+_EXPORTS = {
+    "from_original": "albert_tf.convert.original",
+    "to_original": "albert_tf.convert.original",
+    "from_huggingface": "albert_tf.convert.huggingface",
+    "to_huggingface": "albert_tf.convert.huggingface",
+    "ConversionError": "albert_tf.convert.weights",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = ["from_original", "to_original", "from_huggingface", "to_huggingface", "ConversionError"]
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'albert_tf.convert' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))

@@ -20,8 +20,8 @@ from safetensors import numpy as safetensors_numpy
 
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import files, names
-from albert_tf.convert.weights import (Checkpoint, ConversionError, export_weights, load_weights,
-                                       shared_groups)
+from albert_tf.convert.weights import (Checkpoint, ConversionError, check_whole_block_sharing,
+                                       export_weights, load_weights, shared_groups)
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -55,7 +55,7 @@ def read_huggingface_config(path):
             f"{path}: position_embedding_type {position_type!r} is not supported (only "
             f"'absolute', as in every released ALBERT)")
     values = {**HUGGINGFACE_DEFAULTS, **values}
-    values.pop("sharing", None)  # an HF model always shares whole blocks within a group
+    check_whole_block_sharing(values, path)
     return AlbertConfig.from_dict(values, dialect="huggingface", source=path)
 
 

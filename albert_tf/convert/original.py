@@ -13,8 +13,8 @@ from absl import logging
 
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import files, names
-from albert_tf.convert.weights import (Checkpoint, ConversionError, export_weights, load_weights,
-                                       shared_groups)
+from albert_tf.convert.weights import (Checkpoint, ConversionError, check_whole_block_sharing,
+                                       export_weights, load_weights, shared_groups)
 
 # The original AlbertConfig's constructor defaults (albert_original.md 3.1), for keys a config omits.
 ORIGINAL_DEFAULTS = dict(
@@ -29,6 +29,7 @@ _HUB_PREFIX = "module/"
 def read_original_config(path):
     """An `AlbertConfig` from an original albert_config.json ("gelu" is the tanh GELU there)."""
     values = {**ORIGINAL_DEFAULTS, **files.read_json(path)}
+    check_whole_block_sharing(values, path)
     return AlbertConfig.from_dict(values, dialect="original", source=path)
 
 

@@ -217,6 +217,19 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
     return {"loaded": loaded, "initialized": initialized, "ignored": skipped}
 
 
+def check_whole_block_sharing(values, path):
+    """Foreign configs share whole blocks per group; a `sharing` key other than "all" is an error.
+
+    Removes the key (our own config.json files carry it) from the dict `values`.
+    """
+    sharing = values.pop("sharing", "all")
+    if sharing != "all":
+        raise ConversionError(
+            f"{path}: sharing={sharing!r} is an albert_tf setting; the original and Hugging Face "
+            f"formats share whole blocks per group (num_hidden_groups), so this is not one of "
+            f"their configs (albert_tf directories load with albert_tf.load)")
+
+
 def shared_groups(config):
     """The num_hidden_groups of an equivalent whole-block-sharing model (HF, original).
 

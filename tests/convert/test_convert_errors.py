@@ -173,3 +173,10 @@ def test_original_missing_checkpoint(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"No TF1 checkpoint at .*model\.ckpt-1: "
                                                 r"expected the prefix of"):
         from_original(str(tmp_path / "model.ckpt-1"), str(tmp_path / "albert_config.json"))
+
+
+def test_albert_tf_sharing_in_a_foreign_config(hf_copy):
+    directory = hf_copy("hf_shared_tanh", edit_config=_set("sharing", "attention"))
+    with pytest.raises(ConversionError, match=r"config\.json: sharing='attention' is an "
+                                              r"albert_tf setting"):
+        from_huggingface(directory)

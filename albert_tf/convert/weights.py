@@ -77,6 +77,22 @@ def _expand(rule, variable):
     return [(rule.source.format(g=g, k=k), (g, k)) for g in range(groups) for k in range(inner)]
 
 
+def _plan(table, variables):
+    """[(source name, rule, (g, k) or None)] for every model variable; each needs a rule."""
+    plan = []
+    covered = set()
+    for rule in table:
+        variable = variables.get(rule.target)
+        if variable is None:
+            continue  # e.g. the projection when E == H
+        covered.add(rule.target)
+        plan += [(source, rule, index) for source, index in _expand(rule, variable)]
+    uncovered = set(variables) - covered
+    if uncovered:
+        raise ConversionError(f"No rule in the table covers model variable(s) {_listed(uncovered)}")
+    return plan
+
+
 def _transform(array, transform):
     if transform == names.TRANSPOSE:
         return np.transpose(array)
@@ -139,19 +155,9 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
                      "buffers), e.g. %s", checkpoint.location, len(skipped), _listed(skipped))
     available = set(checkpoint.shapes) - set(skipped)
 
-    # Every model variable needs a rule; every rule for an existing variable expands to names.
     wanted = {}  # part -> [(source name, rule, index)]
-    covered = set()
-    for rule in table:
-        variable = variables.get(rule.target)
-        if variable is None:
-            continue  # e.g. the projection when E == H
-        covered.add(rule.target)
-        for source, index in _expand(rule, variable):
-            wanted.setdefault(rule.part, []).append((source, rule, index))
-    uncovered = set(variables) - covered
-    if uncovered:
-        raise ConversionError(f"No rule in the table fills model variable(s) {_listed(uncovered)}")
+    for source, rule, index in _plan(table, variables):
+        wanted.setdefault(rule.part, []).append((source, rule, index))
 
     loaded, initialized, used = [], [], set()
     for part, entries in wanted.items():
@@ -248,18 +254,9 @@ def shared_groups(config):
 def export_weights(pretrainer, table):
     """{checkpoint name: float32 np.ndarray} for every model variable, named by `table`."""
     variables = model_variables(pretrainer)
+    values = {target: np.asarray(v.numpy(), np.float32) for target, v in variables.items()}
     arrays = {}
-    covered = set()
-    for rule in table:
-        variable = variables.get(rule.target)
-        if variable is None:
-            continue
-        covered.add(rule.target)
-        value = np.asarray(variable.numpy(), np.float32)
-        for source, index in _expand(rule, variable):
-            part = value if index is None else value[index]
-            arrays[source] = np.ascontiguousarray(_transform(part, rule.transform))
-    uncovered = set(variables) - covered
-    if uncovered:
-        raise ConversionError(f"No rule in the table exports model variable(s) {_listed(uncovered)}")
+    for source, rule, index in _plan(table, variables):
+        value = values[rule.target] if index is None else values[rule.target][index]
+        arrays[source] = np.ascontiguousarray(_transform(value, rule.transform))
     return arrays

@@ -71,8 +71,10 @@ def _load_safetensors(path):
     try:
         return safetensors_numpy.load(data)
     except Exception as e:  # safetensors raises its own error types (e.g. for bfloat16)
-        raise ConversionError(f"{path}: cannot read the tensors ({e}); float32 or float16 "
-                              f"safetensors are supported") from None
+        raise ConversionError(
+            f"{path}: cannot read the tensors ({type(e).__name__}: {e}); only dtypes NumPy "
+            f"knows (float32, float16) can be read, so save bfloat16 models as float32 "
+            f"(model.float().save_pretrained(...))") from None
 
 
 def _normalize(tensors, path, config):

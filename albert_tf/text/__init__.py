@@ -3,10 +3,15 @@
 Public names:
 - `preprocess_text(text, lower=True)`: ALBERT's normalization (Python).
 - `SentencePieceTokenizer(model_file_or_bytes, lower_case=True)`: Python tokenizer.
-- `split_sentences(text)`: the rule-based sentence splitter used for one-document-per-line corpora.
+- `TextTokenizer(spm_model_file_or_bytes, lower_case=True)`: Keras layer, raw strings -> ragged ids.
+- `SegmentPacker(seq_length, cls_id, sep_id, pad_id, ...)`: Keras layer, [CLS] A [SEP] B [SEP].
+- `split_sentences(text)`: the rule-based sentence splitter for one-document-per-line corpora.
+- `is_start_piece(piece)`: the original word-start rule used by whole-word masking.
 """
+from albert_tf.text.layers import SegmentPacker, TextTokenizer
 from albert_tf.text.normalize import preprocess_text
 from albert_tf.text.sentences import split_sentences
 from albert_tf.text.tokenizer import SentencePieceTokenizer, is_start_piece
 
-__all__ = ["preprocess_text", "split_sentences", "SentencePieceTokenizer", "is_start_piece"]
+__all__ = ["preprocess_text", "split_sentences", "SentencePieceTokenizer", "is_start_piece", "TextTokenizer",
+           "SegmentPacker"]

@@ -131,7 +131,7 @@ def split_digit_comma(pieces, encode_as_pieces):
              & tf.strings.regex_full_match(sub_values, f"(?s){WORD_START}.*"))
     new_values = tf.where(strip, tf.strings.regex_replace(sub_values, f"^{WORD_START}", ""), sub_values)
     keep = tf.logical_not(strip & tf.equal(new_values, ""))
-    sub = tf.ragged.boolean_mask(sub.with_flat_values(new_values), keep)
+    sub = tf.ragged.boolean_mask(sub.with_flat_values(new_values), sub.with_flat_values(keep))
     commas = tf.RaggedTensor.from_tensor(tf.fill([tf.size(selected), 1], ","))
     replacements = tf.concat([sub, commas], axis=1)
     singles = tf.RaggedTensor.from_row_lengths(flat, tf.ones([num_pieces], tf.int64))

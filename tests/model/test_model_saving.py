@@ -1,0 +1,141 @@
+"""Serialization (get_config, .keras, tf.train.Checkpoint, io.save/load) and input errors."""
+import json
+import logging
+import os
+import re
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.models import io
+from albert_tf.models.backbone import AlbertModel
+from albert_tf.models.pretrainer import AlbertPretrainer
+
+
+@pytest.fixture
+def pretrainer(tiny_config, randomize):
+    return randomize(AlbertPretrainer(AlbertModel(tiny_config(num_hidden_groups=2, inner_group_num=2))))
+
+
+@pytest.fixture
+def pretrain_inputs(make_inputs):
+    inputs = make_inputs(lengths=[7, 5])
+    inputs["masked_lm_positions"] = np.array([[1, 3], [2, 0]], np.int32)
+    return inputs
+
+
+def assert_same_outputs(a, b, inputs):
+    out_a, out_b = a(inputs), b(inputs)
+    assert sorted(out_a) == sorted(out_b)
+    for key in out_a:
+        np.testing.assert_allclose(out_a[key].numpy(), out_b[key].numpy(), atol=1e-6, err_msg=key)
+
+
+def test_get_config_round_trip(pretrainer, pretrain_inputs):
+    backbone = AlbertModel(pretrainer.backbone.config, output_encoder_outputs=True, unroll=True)
+    clone = AlbertModel.from_config(backbone.get_config())
+    assert clone.config == backbone.config
+    assert (clone.output_encoder_outputs, clone.unroll, clone.name) == (True, True, "albert")
+    json.dumps(backbone.get_config())  # plain JSON
+    clone = AlbertPretrainer.from_config(pretrainer.get_config())
+    assert clone.backbone.config == pretrainer.backbone.config
+    assert [v.path for v in clone.weights] == [v.path for v in pretrainer.weights]
+    clone.set_weights(pretrainer.get_weights())
+    assert_same_outputs(clone, pretrainer, pretrain_inputs)
+
+
+def test_keras_file_round_trip(pretrainer, pretrain_inputs, tmp_path):
+    path = str(tmp_path / "model.keras")
+    pretrainer.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, AlbertPretrainer) and isinstance(loaded.backbone, AlbertModel)
+    assert loaded.backbone.config == pretrainer.backbone.config
+    assert_same_outputs(loaded, pretrainer, pretrain_inputs)
+    backbone_path = str(tmp_path / "backbone.keras")
+    pretrainer.backbone.save(backbone_path)
+    assert_same_outputs(keras.saving.load_model(backbone_path), pretrainer.backbone, pretrain_inputs)
+
+
+def test_tf_train_checkpoint_round_trip(pretrainer, pretrain_inputs, tmp_path):
+    path = tf.train.Checkpoint(model=pretrainer).save(str(tmp_path / "ckpt"))
+    fresh = AlbertPretrainer(AlbertModel(pretrainer.backbone.config))
+    assert np.abs(fresh(pretrain_inputs)["mlm_logits"] - pretrainer(pretrain_inputs)["mlm_logits"]).max() > 1e-3
+    tf.train.Checkpoint(model=fresh).restore(path).assert_existing_objects_matched()
+    assert_same_outputs(fresh, pretrainer, pretrain_inputs)
+
+
+def test_io_save_load_pretrainer(pretrainer, pretrain_inputs, tmp_path):
+    spm = tmp_path / "tiny.model"
+    spm.write_bytes(b"sentencepiece model bytes")
+    directory = str(tmp_path / "out" / "albert")
+    io.save(pretrainer, directory, spm_model_file=str(spm))
+    assert sorted(os.listdir(directory)) == ["config.json", "pretrainer.weights.h5", "spm.model"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["albert"]  # no staging leftovers
+    with open(os.path.join(directory, "config.json")) as f:
+        assert json.load(f)["hidden_act"] == "gelu"  # the original dialect
+    assert open(io.spm_model_path(directory), "rb").read() == spm.read_bytes()
+    loaded = io.load(directory)
+    assert isinstance(loaded, AlbertPretrainer) and loaded.backbone.config == pretrainer.backbone.config
+    assert_same_outputs(loaded, pretrainer, pretrain_inputs)
+    backbone = io.load_backbone(directory, output_encoder_outputs=True)
+    out = backbone(pretrain_inputs)
+    np.testing.assert_allclose(out["sequence_output"], pretrainer.backbone(pretrain_inputs)["sequence_output"], atol=1e-6)
+    assert out["encoder_outputs"].shape[0] == 8
+
+
+def test_io_backbone_only_and_existing_directory(pretrainer, pretrain_inputs, tmp_path, caplog):
+    directory = tmp_path / "model_dir"
+    directory.mkdir()
+    (directory / "ckpt-1.index").write_text("someone else's file")
+    io.save(pretrainer, str(directory))
+    io.save(pretrainer.backbone, str(directory))  # replaces the pretrainer weights
+    assert sorted(os.listdir(directory)) == ["backbone.weights.h5", "ckpt-1.index", "config.json"]
+    assert io.spm_model_path(str(directory)) is None
+    with caplog.at_level(logging.WARNING):
+        loaded = io.load(str(directory))
+    assert "holds a backbone only" in caplog.text
+    assert isinstance(loaded, AlbertPretrainer)
+    assert_same_outputs(loaded.backbone, pretrainer.backbone, pretrain_inputs)
+    assert_same_outputs(io.load_backbone(str(directory)), pretrainer.backbone, pretrain_inputs)
+
+
+def test_io_errors(pretrainer, tmp_path):
+    missing = str(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError, match=f"Model directory not found: {re.escape(missing)}"):
+        io.load(missing)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "pretrainer.weights.h5").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="has no config.json; found \\['pretrainer.weights.h5'\\]"):
+        io.load(str(empty))
+    pretrainer.backbone.config.to_json_file(str(empty / "config.json"))
+    (empty / "pretrainer.weights.h5").unlink()
+    with pytest.raises(FileNotFoundError, match="has no weights file; found \\['config.json'\\]"):
+        io.load(str(empty))
+    with pytest.raises(TypeError, match="needs an AlbertPretrainer or AlbertModel, got Dense"):
+        io.save(keras.layers.Dense(2), str(tmp_path / "x"))
+    with pytest.raises(FileNotFoundError, match="spm_model_file not found"):
+        io.save(pretrainer, str(tmp_path / "y"), spm_model_file=str(tmp_path / "none.model"))
+
+
+def test_input_errors(tiny_config, make_inputs, pretrainer):
+    model = AlbertModel(tiny_config())  # max_position_embeddings = 16
+    with pytest.raises(ValueError, match="sequence length 17 exceeds max_position_embeddings 16"):
+        model(make_inputs(seq=17))
+    inputs = make_inputs()
+    with pytest.raises(KeyError, match=r"missing input key\(s\) \['input_mask'\]"):
+        model({k: v for k, v in inputs.items() if k != "input_mask"})
+    with pytest.raises(TypeError, match="inputs must be a dict"):
+        model(inputs["input_word_ids"])
+    with pytest.raises(TypeError, match="'input_word_ids' must be an integer tensor, got dtype float32"):
+        model({**inputs, "input_word_ids": inputs["input_word_ids"].astype(np.float32)})
+    with pytest.raises(ValueError, match=r"'input_mask' has shape \(2, 6\) but input_word_ids has shape \(2, 7\)"):
+        model({**inputs, "input_mask": inputs["input_mask"][:, :6]})
+    with pytest.raises(KeyError, match="missing input key 'masked_lm_positions'"):
+        pretrainer(inputs)
+    spec = {k: tf.TensorSpec([None, None], tf.int32) for k in inputs}
+    traced = tf.function(lambda x: model(x)["sequence_output"], input_signature=[spec])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="sequence length exceeds max_position_embeddings 16"):
+        traced(make_inputs(seq=20))

@@ -1,0 +1,174 @@
+"""A strategy-agnostic custom training loop (orbit style): it knows nothing of ALBERT.
+
+The task supplies the model-specific parts (`stat_keys`, `normalizers(batch)`,
+`loss_and_statistics(model, batch, totals, training)`, `eval_statistics(model, batch)`); this
+module runs them under any tf.distribute strategy:
+
+* `train(iterator, num_steps)` is one `tf.function` call that runs `num_steps` steps in a
+  `tf.range` loop (a tensor count, so it is traced once), each step `strategy.run(step)`.
+* A replica step: (1) all-reduce the task's normalisers (global counts); (2) forward and
+  backward pass, XLA-compiled with `jit_compile` (off TPU: TPUStrategy compiles the whole step
+  anyway); (3) all-reduce (sum) the gradients; (4) clip them by *global* norm, after the
+  all-reduce, so the clipped update is that of the global batch whatever the replica count;
+  (5) apply the optimizer's `update_step` to every variable in cross-replica context
+  (`merge_call` + `extended.update`) so Keras does not all-reduce a second time.
+  Collectives stay outside the XLA cluster: XLA + MirroredStrategy on CPU works this way.
+* Statistics are local sums, reduced (summed) over replicas and steps; the loop also reports the
+  mean pre-clip gradient norm and the first step whose statistics or gradient norm were not
+  finite.
+
+The optimizer must be built (`optimizer.build(model.trainable_variables)`) inside
+`strategy.scope()` before the first call (keras#23085); `Trainer` does it.
+
+>>> import tensorflow as tf
+>>> trainer = Trainer(tf.distribute.get_strategy(), task, model, optimizer)  # doctest: +SKIP
+>>> result = trainer.train(iterator, 100)                                     # doctest: +SKIP
+>>> result.stats["examples"], result.gradient_norm, result.first_nonfinite_step  # doctest: +SKIP
+"""
+import dataclasses
+from typing import Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.train.strategy import is_tpu
+
+
+@dataclasses.dataclass
+class LoopResult:
+    """Summed statistics of one `train`/`evaluate` call."""
+
+    steps: int
+    stats: Dict[str, np.ndarray]
+    gradient_norm: float = float("nan")  # mean pre-clip global norm over the steps (train only)
+    first_nonfinite_step: Optional[int] = None  # 0-based index within the call (train only)
+
+
+def _dense(gradient):
+    return tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient
+
+
+class Trainer:
+    """Runs a task's training and evaluation steps under `strategy`.
+
+    Args:
+        strategy: any tf.distribute strategy; model and optimizer must be created in its scope.
+        task: an object with `stat_keys`, `normalizers`, `loss_and_statistics`, `eval_statistics`.
+        model: the keras.Model to train.
+        optimizer: a Keras optimizer implementing `update_step` (LAMB, AdamWeightDecay, Adam...);
+            EMA and gradient accumulation are not used by this loop.
+        clip_norm: clip the all-reduced gradients to this global norm (None or 0: no clipping).
+        jit_compile: XLA-compile the forward/backward pass (ignored under TPUStrategy, which
+            compiles everything).
+    """
+
+    def __init__(self, strategy, task, model, optimizer, clip_norm=1.0, jit_compile=True):
+        self.strategy = strategy
+        self.task = task
+        self.model = model
+        self.optimizer = optimizer
+        self.clip_norm = clip_norm
+        self.variables = list(model.trainable_variables)
+        with strategy.scope():
+            optimizer.build(self.variables)  # before tracing (keras#23085) and before restore
+        jit = bool(jit_compile) and not is_tpu(strategy)
+        self._gradients_fn = tf.function(self._gradients, jit_compile=jit)
+        self._eval_fn = tf.function(self._eval_statistics, jit_compile=jit)
+        self._train_loop = tf.function(self._train_loop_body)
+        self._eval_step = tf.function(self._eval_step_body)
+
+    # ------------------------------------------------------------------ replica functions
+    def _gradients(self, batch, totals):
+        with tf.GradientTape() as tape:
+            loss, stats = self.task.loss_and_statistics(self.model, batch, totals, training=True)
+        gradients = tape.gradient(loss, self.variables)
+        return [_dense(g) for g in gradients], stats
+
+    def _eval_statistics(self, batch):
+        return self.task.eval_statistics(self.model, batch)
+
+    def _apply(self, strategy, gradients):
+        """Cross-replica: one optimizer update of every variable with the reduced gradients."""
+        learning_rate = self.optimizer.learning_rate
+
+        def update(variable, gradient, lr):
+            self.optimizer.update_step(gradient, variable, lr)
+
+        for gradient, variable in zip(gradients, self.variables):
+            strategy.extended.update(variable.value, update, args=(gradient, learning_rate),
+                                     group=False)
+        self.optimizer.iterations.assign_add(1)
+
+    def _replica_step(self, batch):
+        context = tf.distribute.get_replica_context()
+        totals = context.all_reduce(tf.distribute.ReduceOp.SUM, self.task.normalizers(batch))
+        gradients, stats = self._gradients_fn(batch, totals)
+        gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        norm = tf.linalg.global_norm(gradients)
+        if self.clip_norm:
+            gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm, use_norm=norm)
+        context.merge_call(self._apply, args=(gradients,))
+        return stats, norm
+
+    # ------------------------------------------------------------------ host loops
+    def _sum(self, per_replica):
+        return tf.nest.map_structure(
+            lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None), per_replica)
+
+    def _train_loop_body(self, iterator, num_steps):
+        keys = sorted(self.task.stat_keys)
+        sums = [tf.constant(0.0) for _ in keys]
+        norm_sum = tf.constant(0.0)
+        first_bad = tf.constant(-1, tf.int32)
+        for i in tf.range(num_steps):
+            stats, norm = self.strategy.run(self._replica_step, args=(next(iterator),))
+            stats = self._sum(stats)
+            norm = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, norm, axis=None)
+            values = [stats[k] for k in keys]
+            finite = tf.reduce_all(tf.math.is_finite(tf.stack(values + [norm])))
+            first_bad = tf.where(tf.logical_and(first_bad < 0, tf.logical_not(finite)), i, first_bad)
+            sums = [s + v for s, v in zip(sums, values)]
+            norm_sum += norm
+        return dict(zip(keys, sums)), norm_sum, first_bad
+
+    def _eval_step_body(self, batch):
+        # A Python replica function calling the compiled one: each replica then traces it with
+        # its own variable copies (passing the tf.function to strategy.run directly makes XLA
+        # read replica 1's variables from replica 0's device).
+        return self._sum(self.strategy.run(lambda b: self._eval_fn(b), args=(batch,)))
+
+    # ------------------------------------------------------------------ public API
+    def train(self, iterator, num_steps):
+        """Runs `num_steps` training steps; returns a LoopResult of summed statistics."""
+        stats, norm_sum, first_bad = self._train_loop(iterator, tf.constant(num_steps, tf.int32))
+        first_bad = int(first_bad)
+        return LoopResult(steps=num_steps, stats={k: v.numpy() for k, v in stats.items()},
+                          gradient_norm=float(norm_sum) / max(num_steps, 1),
+                          first_nonfinite_step=None if first_bad < 0 else first_bad)
+
+    def evaluate(self, dataset, max_steps):
+        """Evaluates on a fresh pass over the distributed `dataset` (at most `max_steps` batches)."""
+        sums, steps = None, 0
+        for batch in dataset:
+            if steps >= max_steps:
+                break
+            stats = {k: v.numpy() for k, v in self._eval_step(batch).items()}
+            sums = stats if sums is None else {k: sums[k] + stats[k] for k in sums}
+            steps += 1
+        if sums is None:
+            raise ValueError("the evaluation data yielded no batch: it holds fewer examples than one "
+                             "global eval batch")
+        return LoopResult(steps=steps, stats=sums)
+
+    def weights_are_finite(self):
+        """True when every trainable variable is finite (checked before each checkpoint)."""
+        return bool(self._all_finite())
+
+    @tf.function
+    def _all_finite(self):
+        return tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in self.variables])
+
+    @property
+    def step(self):
+        """The global step: the optimizer's iteration counter (a Python int)."""
+        return int(self.optimizer.iterations.numpy())

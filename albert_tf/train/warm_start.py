@@ -1,0 +1,104 @@
+"""Warm-starting a model from a saved ALBERT directory or an earlier training checkpoint.
+
+`--init_checkpoint` may name
+* a directory written by `albert_tf.save` / `albert_tf.models.io.save` (converted original or
+  Hugging Face weights included): it is loaded with `albert_tf.load`;
+* a training checkpoint of `run_pretraining` (a `ckpt-N` prefix, its directory, or the run's
+  output directory): its model weights are read, the optimizer state is not (as the original,
+  which restored no Adam/LAMB slots from `init_checkpoint`).
+
+With `init_from_group0=True` (the original's `--init_from_group0`) the source may have fewer
+groups than the target: group 0 of every stacked encoder weight is copied into every group, so
+a model with 1 shared group can initialise, e.g., a 12-group (BERT-style) model.
+
+>>> warm_start(model, "gs://bucket/albert_base_converted", init_from_group0=False)  # doctest: +SKIP
+"""
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.config import AlbertConfig
+
+CONFIG_NAMES = ("albert_config.json", "config.json")
+
+
+def _find_config(directory):
+    for name in CONFIG_NAMES:
+        path = os.path.join(directory, name)
+        if tf.io.gfile.exists(path):
+            return path
+    return None
+
+
+def _checkpoint_prefix(path):
+    """A training-checkpoint prefix from a prefix, a checkpoint dir or a run's output dir."""
+    if tf.io.gfile.exists(path + ".index"):
+        return path
+    for directory in (path, os.path.join(path, "checkpoints")):
+        if tf.io.gfile.isdir(directory):
+            latest = tf.train.latest_checkpoint(directory)
+            if latest:
+                return latest
+    return None
+
+
+def load_source(path, build_model):
+    """The model held at `path` (see module doc); `build_model(config)` builds an empty one."""
+    prefix = _checkpoint_prefix(path)
+    if prefix is None:
+        if tf.io.gfile.isdir(path) and _find_config(path):
+            from albert_tf.models import io
+
+            return io.load(path)
+        raise FileNotFoundError(
+            f"--init_checkpoint={path!r}: neither a saved albert_tf model directory (with "
+            "config.json) nor a training checkpoint (ckpt-N.index, or a directory holding one)")
+    directory = os.path.dirname(prefix)
+    config_path = _find_config(directory) or _find_config(os.path.dirname(directory))
+    if config_path is None:
+        raise FileNotFoundError(
+            f"--init_checkpoint={path!r}: found checkpoint {prefix} but no albert_config.json beside "
+            "it or in its parent directory to build the model it holds")
+    source = build_model(AlbertConfig.from_json_file(config_path))
+    tf.train.Checkpoint(model=source).restore(prefix).expect_partial().assert_existing_objects_matched()
+    logging.info("Read model weights of %s (config %s)", prefix, config_path)
+    return source
+
+
+def copy_weights(source, target, init_from_group0=False):
+    """Assigns every variable of `target` from the variable of `source` with the same path.
+
+    With `init_from_group0`, a stacked encoder weight [groups, ...] whose source has another
+    number of groups takes the source's group 0 in every group. Raises ValueError naming the
+    first variable that is missing or has an incompatible shape.
+    """
+    by_path = {v.path: v for v in source.variables}
+    copied_from_group0 = []
+    for variable in target.variables:
+        src = by_path.get(variable.path)
+        if src is None:
+            raise ValueError(f"--init_checkpoint: the source model has no variable {variable.path!r}")
+        if tuple(src.shape) == tuple(variable.shape):
+            variable.assign(src.value)
+        elif (init_from_group0 and len(variable.shape) >= 2 and len(src.shape) == len(variable.shape)
+              and tuple(src.shape[1:]) == tuple(variable.shape[1:])):
+            variable.assign(tf.broadcast_to(src.value[:1], variable.shape))
+            copied_from_group0.append(variable.path)
+        else:
+            hint = ("" if init_from_group0 else
+                    " (a model with more groups can start from group 0 with --init_from_group0)")
+            raise ValueError(f"--init_checkpoint: variable {variable.path!r} has shape "
+                             f"{tuple(src.shape)} in the source, {tuple(variable.shape)} here{hint}")
+    if copied_from_group0:
+        logging.info("init_from_group0: copied group 0 into every group of %d variables",
+                     len(copied_from_group0))
+    return copied_from_group0
+
+
+def warm_start(model, path, build_model, init_from_group0=False):
+    """Initialises `model` from `path` (see module doc); returns the paths copied from group 0."""
+    source = load_source(path, build_model)
+    copied = copy_weights(source, model, init_from_group0=init_from_group0)
+    logging.info("Warm-started from %s", path)
+    return copied

@@ -11,10 +11,8 @@ unambiguous name ("gelu_tanh" or "gelu_erf") and translates on read and write.
 (768, 11683584)
 """
 import dataclasses
-import json
-import os
 
-import tensorflow as tf
+from albert_tf import files
 
 ACTIVATIONS = ("gelu_tanh", "gelu_erf", "relu", "tanh", "linear")
 SHARING = ("all", "attention", "ffn", "none")
@@ -26,6 +24,18 @@ _HF_ACTIVATIONS = {
     "gelu_fast": "gelu_tanh", "relu": "relu", "tanh": "tanh", "linear": "linear",
 }
 _HF_MARKERS = ("model_type", "architectures", "transformers_version")
+
+# What a JSON file that omits a field means: both originals default to xxlarge, and differ only in
+# the name of the (same, tanh) GELU.
+_JSON_DEFAULTS = dict(
+    embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,
+    inner_group_num=1, num_attention_heads=64, intermediate_size=16384,
+    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=512,
+    type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12)
+DIALECT_DEFAULTS = {
+    "original": dict(_JSON_DEFAULTS, hidden_act="gelu"),
+    "huggingface": dict(_JSON_DEFAULTS, hidden_act="gelu_new", vocab_size=30000),
+}
 
 
 @dataclasses.dataclass
@@ -141,20 +151,22 @@ class AlbertConfig:
 
     @classmethod
     def from_dict(cls, values, dialect="auto", source="<dict>"):
-        """Builds a config from a dict in our, the original or the Hugging Face dialect.
+        """Builds a config from a dict in the original or the Hugging Face dialect.
 
-        Unknown keys (the original's net_structure_type, gap_size, ...; HF's architectures, ...)
-        are ignored, as both original readers do.
+        Missing fields take that dialect's defaults (`DIALECT_DEFAULTS`, the xxlarge shape both
+        originals default to). Unknown keys (the original's net_structure_type, gap_size, ...;
+        HF's architectures, ...) are ignored, as both original readers do.
         """
         if dialect == "auto":
             dialect = "huggingface" if any(k in values for k in _HF_MARKERS) else "original"
-        if dialect not in ("original", "huggingface"):
+        if dialect not in DIALECT_DEFAULTS:
             raise ValueError(f"Unknown config dialect {dialect!r}: expected auto, original or huggingface")
+        values = {**DIALECT_DEFAULTS[dialect], **values}
+        if "vocab_size" not in values:  # the original's only required field
+            raise ValueError(f"{source}: the config has no vocab_size")
         fields = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in values.items() if k in fields}
-        if "vocab_size" not in kwargs:
-            raise ValueError(f"{source}: the config has no vocab_size")
-        act = kwargs.get("hidden_act", "gelu")
+        act = kwargs["hidden_act"]
         table = _HF_ACTIVATIONS if dialect == "huggingface" else _ORIGINAL_ACTIVATIONS
         if act in table:
             kwargs["hidden_act"] = table[act]
@@ -170,17 +182,7 @@ class AlbertConfig:
     @classmethod
     def from_json_file(cls, path, dialect="auto"):
         """Reads an original `albert_config.json`, a Hugging Face `config.json` or our own."""
-        if not tf.io.gfile.exists(path):
-            raise FileNotFoundError(f"Config file not found: {path}")
-        with tf.io.gfile.GFile(path, "r") as f:
-            text = f.read()
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
-        if not isinstance(values, dict):
-            raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
-        return cls.from_dict(values, dialect=dialect, source=path)
+        return cls.from_dict(files.read_json(path), dialect=dialect, source=path)
 
     def to_json_dict(self, dialect="original"):
         """The config as a JSON-ready dict in the original or the Hugging Face dialect."""
@@ -199,11 +201,7 @@ class AlbertConfig:
 
     def to_json_file(self, path, dialect="original"):
         """Writes the config atomically (write to a temporary file, then rename)."""
-        text = json.dumps(self.to_json_dict(dialect), indent=2, sort_keys=True) + "\n"
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with tf.io.gfile.GFile(tmp, "w") as f:
-            f.write(text)
-        tf.io.gfile.rename(tmp, path, overwrite=True)
+        files.write_json(path, self.to_json_dict(dialect))
 
     # ---------------------------------------------------------------- presets
     @classmethod

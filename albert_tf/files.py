@@ -1,4 +1,4 @@
-"""Small file helpers for the converters: JSON reading with clear errors, atomic writes (gfile)."""
+"""File helpers shared by the package: JSON reading with clear errors, atomic writes (gfile, so gs:// works)."""
 import json
 import os
 import uuid

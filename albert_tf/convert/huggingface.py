@@ -19,7 +19,8 @@ from absl import logging
 from safetensors import numpy as safetensors_numpy
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert import files, names
+from albert_tf import files
+from albert_tf.convert import names
 from albert_tf.convert.weights import (Checkpoint, ConversionError, check_whole_block_sharing,
                                        export_weights, load_weights, shared_groups)
 
@@ -30,13 +31,6 @@ _HEAD_PREFIXES = ("predictions.", "sop_classifier.")
 _PROJECTION = ("albert.encoder.embedding_hidden_mapping_in.weight",
                "albert.encoder.embedding_hidden_mapping_in.bias")
 _WORD_TABLE = "albert.embeddings.word_embeddings.weight"
-
-# transformers' AlbertConfig defaults (albert_implementations.md 2.2), for keys a config omits.
-HUGGINGFACE_DEFAULTS = dict(
-    vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12,
-    num_hidden_groups=1, num_attention_heads=64, intermediate_size=16384, inner_group_num=1,
-    hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-    max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12)
 # Written into exported config.json files besides the model's own fields.
 _EXPORT_EXTRAS = dict(model_type="albert", architectures=["AlbertForPreTraining"],
                       position_embedding_type="absolute", classifier_dropout_prob=0.1,
@@ -54,7 +48,6 @@ def read_huggingface_config(path):
         raise ConversionError(
             f"{path}: position_embedding_type {position_type!r} is not supported (only "
             f"'absolute', as in every released ALBERT)")
-    values = {**HUGGINGFACE_DEFAULTS, **values}
     check_whole_block_sharing(values, path)
     return AlbertConfig.from_dict(values, dialect="huggingface", source=path)
 

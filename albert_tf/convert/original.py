@@ -12,23 +12,17 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.config import AlbertConfig
-from albert_tf.convert import files, names
+from albert_tf import files
+from albert_tf.convert import names
 from albert_tf.convert.weights import (Checkpoint, ConversionError, check_whole_block_sharing,
                                        export_weights, load_weights, shared_groups)
-
-# The original AlbertConfig's constructor defaults (albert_original.md 3.1), for keys a config omits.
-ORIGINAL_DEFAULTS = dict(
-    embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,
-    num_attention_heads=64, intermediate_size=16384, inner_group_num=1, hidden_act="gelu",
-    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=512,
-    type_vocab_size=2, initializer_range=0.02)
 
 _HUB_PREFIX = "module/"
 
 
 def read_original_config(path):
     """An `AlbertConfig` from an original albert_config.json ("gelu" is the tanh GELU there)."""
-    values = {**ORIGINAL_DEFAULTS, **files.read_json(path)}
+    values = files.read_json(path)
     check_whole_block_sharing(values, path)
     return AlbertConfig.from_dict(values, dialect="original", source=path)
 

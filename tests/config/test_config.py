@@ -124,3 +124,12 @@ def test_other_keras_backend_is_a_clear_import_error():
     result = _import_in_subprocess({"KERAS_BACKEND": "numpy"})
     assert result.returncode != 0
     assert "albert_tf needs Keras on the TensorFlow backend, but Keras is using 'numpy'" in result.stderr
+
+
+def test_omitted_fields_take_each_dialects_defaults(tmp_path):
+    original = AlbertConfig.from_json_file(_write(tmp_path, {"vocab_size": 30000}, "o.json"))
+    assert original == AlbertConfig.from_preset("albert_xxlarge_v2")  # the original's defaults
+    hf = AlbertConfig.from_json_file(_write(tmp_path, {"model_type": "albert"}, "h.json"))
+    assert hf == AlbertConfig.from_preset("albert_xxlarge_v2")  # HF's: gelu_new (tanh), V=30000
+    with pytest.raises(ValueError, match="o2.json: the config has no vocab_size"):
+        AlbertConfig.from_json_file(_write(tmp_path, {"hidden_size": 64}, "o2.json"))

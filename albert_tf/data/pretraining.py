@@ -301,10 +301,14 @@ def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, low
                        feature=tfds_feature)
     first_pass = [corpora.iter_documents(input_spec, stats=corpus_stats, **reader_args)]  # resolves now
 
+    class QuietStats(corpora.CorpusStats):
+        def skip(self, location):  # bad lines were already logged (and counted) in the first pass
+            self.skipped_lines += 1
+
     def document_source():
         if first_pass:
             return first_pass.pop()
-        return corpora.iter_documents(input_spec, **reader_args)
+        return corpora.iter_documents(input_spec, stats=QuietStats(), **reader_args)
 
     summary = create_from_documents(document_source, outputs, _load_tokenizer, (model_proto, lower_case),
                                     config, num_workers=num_workers)

@@ -18,6 +18,7 @@ bytes are deterministic); TensorFlow parses it as any other `tf.train.Example`.
 >>> isinstance(data, bytes)
 True
 """
+import functools
 import struct
 from typing import Dict, Sequence
 
@@ -71,9 +72,29 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+@functools.lru_cache(maxsize=1)
+def _varint_table() -> list:
+    """Encodings of 0 .. 2**16 - 1 (piece ids and positions), built once."""
+    return [_varint(i) for i in range(1 << 16)]
+
+
+def _packed_varints(values: Sequence[int]) -> bytes:
+    """The payload of a packed repeated int64 field."""
+    if not values:
+        return b""
+    low, high = min(values), max(values)
+    if low >= 0 and high < 128:  # masks, segment ids, boundaries, labels: one byte each
+        return bytes(values)
+    table = _varint_table()
+    if low >= 0 and high < len(table):
+        return b"".join(map(table.__getitem__, values))
+    return b"".join(_varint(int(v)) for v in values)
+
+
 def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    """A length-delimited field (wire type 2); field numbers here are < 16 (one-byte tags)."""
+    size = len(payload)
+    return bytes((number << 3 | 2,)) + (bytes((size,)) if size < 128 else _varint(size)) + payload
 
 
 def encode_example(int_features: Dict[str, Sequence[int]],
@@ -81,7 +102,7 @@ def encode_example(int_features: Dict[str, Sequence[int]],
     """Serializes a tf.train.Example holding int64 and float lists (packed encoding)."""
     features = {}
     for name, values in int_features.items():
-        features[name] = _field(3, _field(1, b"".join(_varint(int(v)) for v in values)))  # int64_list
+        features[name] = _field(3, _field(1, _packed_varints(list(values))))  # int64_list
     for name, values in (float_features or {}).items():
         features[name] = _field(2, _field(1, struct.pack(f"<{len(values)}f", *values)))  # float_list
     entries = b"".join(_field(1, _field(1, name.encode("utf-8")) + _field(2, feature))

@@ -136,3 +136,10 @@ def test_dynamic_masking(shards, tmp_path):
     _write(tmp_path / "nb.tfrecord", range(4))
     with pytest.raises(ValueError, match="no token_boundary feature"):
         pipeline.dynamic_masking_dataset(str(tmp_path / "nb.tfrecord"), 2, SEQ, PRED, vocab=VOCAB)
+
+
+@pytest.mark.parametrize("values", [[0, 1, 1, 0], [5, 300, 70000, 2**40, -3], list(range(0, 66000, 97)), []])
+def test_int64_encoding_round_trips(values):
+    example = tf.train.Example.FromString(schema.encode_example({"x": values}, {"w": [0.5, -1.0]}))
+    assert list(example.features.feature["x"].int64_list.value) == values
+    assert list(example.features.feature["w"].float_list.value) == [0.5, -1.0]

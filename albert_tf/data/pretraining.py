@@ -112,21 +112,22 @@ class WindowProcessor:
         if not count_documents:
             stats["truncated_sentences"] = 0
         records = []
-        for k, document in enumerate(window):
-            if count_documents:
-                stats["documents"] += 1
-                stats["sentences"] += len(document.sentences)
-            if not document.sentences:
-                if count_documents:
-                    stats["skipped_documents"]["empty"] += 1
-                continue
+        usable = [k for k, document in enumerate(window) if document.sentences]
+        if count_documents:
+            stats["documents"] += len(window)
+            stats["sentences"] += sum(len(d.sentences) for d in window)
+            if len(usable) < len(window):
+                stats["skipped_documents"]["empty_after_tokenization"] += len(window) - len(usable)
+        window = [window[k] for k in usable]  # random-document negatives come from these only
+        for position, k in enumerate(usable):
+            document = window[position]
             if len(document.sentences) == 1 and not config.random_next_sentence:
                 # No sentence order to predict: the original would pair it with a random document.
                 if count_documents:
                     stats["skipped_documents"]["single_sentence_sop"] += 1
                 continue
             rng = instances_lib.document_rng(self.config.random_seed, dupe_pass, first_index + k)
-            for inst in instances_lib.create_instances(window, k, rng, config, self.vocab,
+            for inst in instances_lib.create_instances(window, position, rng, config, self.vocab,
                                                        self.tokenizer.cls_id, self.tokenizer.sep_id):
                 records.append(schema.encode_instance(
                     inst.input_ids, inst.segment_ids, inst.token_boundary, inst.next_sentence_label,

@@ -89,14 +89,14 @@ def test_bad_input_is_counted_or_rejected(tmp_path, spm_model_file, corpus_file)
     bad = tmp_path / "bad.txt"
     before = "\n\n".join(good).encode() + b"\n\nvalid sentence here.\n"
     bad.write_bytes(before + b"\xff\xfe broken bytes\nok line.\n\na single sentence document.\n\n"
-                    + b"word " * 500 + b"\nlast one.\n")
+                    + "\u0301\u0301\n\n".encode() + b"word " * 500 + b"\nlast one.\n")
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
     summary = pretraining.create_pretraining_data(f"{bad},{empty}", str(tmp_path / "out.tfrecord"), spm_model_file,
                                                   config=_config())
     assert summary["skipped_lines"] == 1
     assert summary["skipped_line_locations"] == [f"{bad}:{before.count(10) + 1}"]
-    assert summary["skipped_documents"] == {"single_sentence_sop": 1}
+    assert summary["skipped_documents"] == {"empty_after_tokenization": 1, "single_sentence_sop": 1}
     assert summary["truncated_sentences"] >= 1  # the 500-word line, cut to max_seq_length - 3
     assert json.loads((tmp_path / "out.tfrecord.summary.json").read_text())["skipped_lines"] == 1
     with pytest.raises(ValueError, match=f"{bad}:.*UTF-8"):
@@ -113,6 +113,17 @@ def test_bad_input_is_counted_or_rejected(tmp_path, spm_model_file, corpus_file)
                                             spm_model_file, config=_config())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "empty.txt", "out.tfrecord",
                                                           "out.tfrecord.summary.json", "tiny.txt"]
+
+
+def test_documents_empty_after_tokenization_are_never_drawn_as_random_documents(tmp_path, spm_model_file):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n\n".join(["first sentence here.\nsecond sentence here."] + ["\u0301"] * 8 +
+                                   ["one more document.\nwith two sentences."]) + "\n", encoding="utf-8")
+    config = pretraining.CreationConfig(
+        instance=instances.InstanceConfig(max_seq_length=SEQ, random_next_sentence=True), dupe_factor=20)
+    summary = pretraining.create_pretraining_data(str(corpus), str(tmp_path / "o"), spm_model_file, config=config)
+    assert summary["skipped_documents"] == {"empty_after_tokenization": 8}
+    assert summary["random_document_negatives"] > 0 and summary["instances"] >= 40
 
 
 def test_failure_mid_run_leaves_no_output(tmp_path, spm_model_file, corpus_file):

@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
+import inspect
 import os
 import re
 import time
@@ -314,7 +315,7 @@ _UNDERLINE = re.compile(r"^\s*([-=~^*#`]{3,})\s*$")
 _ARG_HEAD = re.compile(r"^\s*\*{0,2}[A-Za-z_][\w.*]*(\s*\([^)]*\))?\s*:\s*")
 _NUMPY_PARAM = re.compile(r"^[A-Za-z_*][\w*, ]*\s:(\s|$)")  # "x, y : array_like, optional"
 _ROLE = re.compile(r":[a-z]+(:[a-z]+)?:`~?([^`<]*?)(\s*<[^>]*>)?`")
-_CODE_LIKE = re.compile(r"(^\s*(>>>|\.\.\.|\.\. |@|#|\$|import |from \w+ import|def |class |return |"
+_CODE_LIKE = re.compile(r"(^\s*(>>>|\.\.\.|\.\. |@|#|\$|import |from \w+ import|def |class |"
                         r"\||\+[-=]|[{}\[\]]|[A-Za-z_][\w.]*\s*=[^=])|[;{}]|=>|==|\w\(.*\)\s*$|"
                         r"https?://)")
 _WORD = re.compile(r"[A-Za-z]+")
@@ -339,7 +340,7 @@ def docstring_sentences(doc):
     paragraphs, current = [], []
     in_fence = in_doctest = skip_section = False
     literal_indent = None
-    for raw in doc.split("\n"):
+    for raw in inspect.cleandoc(doc).split("\n"):
         line = raw.rstrip()
         stripped = line.strip()
         indent = len(line) - len(line.lstrip())
@@ -374,7 +375,8 @@ def docstring_sentences(doc):
             skip_section = False
         if skip_section or _UNDERLINE.match(stripped) or _NUMPY_PARAM.match(stripped):
             continue
-        if stripped.endswith("::"):
+        literal_block_follows = stripped.endswith("::")
+        if literal_block_follows:
             literal_indent = indent
             stripped = stripped[:-1]
         if _ARG_HEAD.match(stripped) and indent > 0:
@@ -385,7 +387,9 @@ def docstring_sentences(doc):
         stripped = _ROLE.sub(r"\2", stripped)
         if _is_prose_line(stripped):
             current.append(stripped)
-        elif current:
+            if not literal_block_follows:
+                continue
+        if current:
             paragraphs.append(" ".join(current))
             current = []
     if current:
@@ -394,6 +398,6 @@ def docstring_sentences(doc):
     for paragraph in paragraphs:
         for sentence in split_sentences(paragraph):
             words = _WORD.findall(sentence)
-            if len(words) >= 3 and sentence[0].isupper() and sentence[-1] in ".!?:)\"'":
+            if len(words) >= 3 and (sentence[0].isupper() or sentence[0] == "`") and sentence[-1] in ".!?:)\"'":
                 sentences.append(sentence)
     return sentences

@@ -3,8 +3,8 @@
 Rules (in order):
 1. Whitespace runs (including newlines) become one space.
 2. A sentence may end after one or more of `.`, `!`, `?` (and any closing quotes or brackets right
-   after them) when whitespace follows and the next character is an uppercase letter, a digit or
-   an opening quote or bracket.
+   after them) when whitespace follows and the next character is an uppercase (or uncased)
+   letter, a digit, an opening quote or bracket, or a backtick.
 3. A period does not end a sentence after a known abbreviation (Mr., Dr., e.g., Fig., ...), after
    a single letter (initials such as "J. R. R."), or after a token with an inner period ("U.S.").
 4. Pieces without any letter or digit are glued to the preceding sentence.
@@ -24,7 +24,7 @@ ABBREVIATIONS = frozenset("""
 
 # A candidate end: terminal punctuation, closing quotes/brackets, whitespace, then a sentence start.
 _BOUNDARY = re.compile(r"""[.!?]+["'\u201d\u2019)\]]*(\s+)(?=\S)""")
-_OPENERS = frozenset("\"'([\u201c\u2018")
+_OPENERS = frozenset("\"'`([\u201c\u2018")
 _LAST_WORD = re.compile(r"(\S+)$")
 _HAS_WORD_CHAR = re.compile(r"[^\W_]")
 

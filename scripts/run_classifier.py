@@ -45,8 +45,8 @@ flags.DEFINE_string("preset", None, "Start from a randomly initialised preset in
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the model dir's).")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase text (True for the released models).")
 flags.DEFINE_integer("max_seq_length", 512, "Maximum tokens incl. [CLS]/[SEP].")
-flags.DEFINE_enum("truncation", "longest_first", ["longest_first", "round_robin"],
-                  "How pairs are truncated.")
+flags.DEFINE_enum("truncation", "round_robin", ["round_robin", "longest_first"],
+                  "How pairs are truncated (round_robin = the original's _truncate_seq_pair).")
 flags.DEFINE_bool("dynamic_padding", False, "Pad each batch to its longest example (multiple "
                   "of 8) instead of max_seq_length. Not on TPU.")
 

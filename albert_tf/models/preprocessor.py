@@ -19,10 +19,8 @@ import base64
 import keras
 import tensorflow as tf
 
-from albert_tf.text.layers import SegmentPacker, TextTokenizer
+from albert_tf.text.layers import TRUNCATIONS, SegmentPacker, TextTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
-
-TRUNCATIONS = ("longest_first", "round_robin")
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -33,8 +31,9 @@ class AlbertPreprocessor(keras.layers.Layer):
         spm_model: SentencePiece model: a path (local or gs://) or the serialized bytes.
         lower_case: lowercase while normalizing (True for the released uncased models).
         seq_length: maximum sequence length including [CLS] and [SEP]s.
-        truncation: "longest_first" (the original GLUE code: pop tokens from the longer text)
-            or "round_robin" (TF Model Garden's preprocessing).
+        truncation: "round_robin" (for pairs this is the original GLUE code's rule: drop from
+            the end of the longer text) or "longest_first" (tensorflow-text's
+            ShrinkLongestTrimmer; ties cut the first text). See `SegmentPacker`.
         dynamic_padding: pad to the batch's longest sequence (rounded up to `bucket`) instead of
             `seq_length`.
         bucket: padded lengths are multiples of this with dynamic padding.
@@ -48,10 +47,13 @@ class AlbertPreprocessor(keras.layers.Layer):
         TensorShape([1, 32])
     """
 
-    def __init__(self, spm_model, lower_case=True, seq_length=128, truncation="longest_first",
+    def __init__(self, spm_model, lower_case=True, seq_length=128, truncation="round_robin",
                  dynamic_padding=False, bucket=8, **kwargs):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
+        # String inputs: no float autocasting or tensor conversion of the (dict) argument.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
         if not isinstance(seq_length, int) or seq_length < 3:
             raise ValueError(f"seq_length must be an integer >= 3 ([CLS] a [SEP] b [SEP]), "
                              f"got {seq_length!r}")
@@ -76,6 +78,12 @@ class AlbertPreprocessor(keras.layers.Layer):
             pad_id=python_tokenizer.pad_id, truncation=truncation,
             pad_to="longest" if self.dynamic_padding else "fixed",
             bucket=bucket if self.dynamic_padding else None, name="packer")
+        self.built = True  # no weights: usable (and exportable) before the first call
+        # tensorflow-text creates the SentencePiece resource on first use; if that first use is
+        # inside a tf.data or tf.function graph, the handle dies with that graph ("Resource
+        # ... SentencepieceOp ... does not exist", keras-hub #1573). Create it eagerly now.
+        with tf.init_scope():
+            self.tokenizer(tf.constant([""]))
 
     @staticmethod
     def _segments(inputs):

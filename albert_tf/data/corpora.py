@@ -222,7 +222,7 @@ def _tfds_reader(name, data_dir, split, feature, strict, stats):
 # ----------------------------------------------------------------------------------------------
 # builtin:docstrings
 
-DOCSTRINGS_FORMAT_VERSION = 1  # bump when the extraction rules below change (invalidates caches)
+DOCSTRINGS_FORMAT_VERSION = 2  # bump when the extraction rules below change (invalidates caches)
 
 
 def default_cache_dir():

@@ -45,8 +45,9 @@ def preprocess_text(text, lower=True):
     """
     text = " ".join(to_text(text).strip().split())
     text = text.replace("``", '"').replace("''", '"')
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c))
+    if not text.isascii():  # ASCII is NFKD-invariant and has no combining characters
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
     if lower:
         text = text.lower()
     return text

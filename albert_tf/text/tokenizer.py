@@ -118,7 +118,7 @@ class SentencePieceTokenizer:
 
     def encode_ids(self, text):
         """Raw text -> list of ids (`piece_to_id` of `encode_pieces`)."""
-        return [self._sp.PieceToId(p) for p in self.encode_pieces(text)]
+        return self._sp.PieceToId(self.encode_pieces(text))
 
     def id_to_piece(self, i):
         if not 0 <= int(i) < self.vocab_size:

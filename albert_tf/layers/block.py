@@ -105,10 +105,7 @@ def dropout(x, rate, seed):
     """Inverted dropout with a stateless mask drawn from `seed` (int32/int64 [2]); rate 0 is a no-op."""
     if not rate:
         return x
-    # Philox explicitly: "auto_select" may pick another algorithm under XLA than on the CPU/GPU
-    # kernels, and the masks should not depend on jit_compile.
-    keep = tf.random.stateless_uniform(tf.shape(x), seed=seed, dtype=tf.float32,
-                                       alg="philox") >= rate
+    keep = tf.random.stateless_uniform(tf.shape(x), seed=seed, dtype=tf.float32) >= rate
     return tf.where(keep, x / tf.cast(1.0 - rate, x.dtype), tf.zeros_like(x))
 
 

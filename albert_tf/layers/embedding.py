@@ -3,6 +3,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
+from albert_tf.layers import block
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -11,9 +12,10 @@ class FactorizedEmbedding(keras.layers.Layer):
 
     Exactly the original's embedding path: the three tables are summed (positions 0..S-1),
     normalized with LayerNorm(eps=config.layer_norm_eps, float32) over E, dropped out with
-    `hidden_dropout_prob`, and mapped to H by a dense layer with bias, which exists only when
-    E != H (`config.has_embedding_projection`). Lookups and the LayerNorm run in float32; the
-    output has the layer's compute dtype.
+    `hidden_dropout_prob` (stateless masks as in the encoder, seeded by `seed`), and mapped to
+    H by a dense layer with bias, which exists only when E != H
+    (`config.has_embedding_projection`). Lookups and the LayerNorm run in float32; the output
+    has the layer's compute dtype.
 
     Variables (paths relative to the parent): `embeddings/word_embeddings` [V, E],
     `embeddings/position_embeddings` [P, E], `embeddings/token_type_embeddings` [T, E],
@@ -31,7 +33,7 @@ class FactorizedEmbedding(keras.layers.Layer):
         TensorShape([1, 3, 16])
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, seed=None, **kwargs):
         super().__init__(**kwargs)
         if isinstance(config, dict):
             config = AlbertConfig(**config)
@@ -41,7 +43,10 @@ class FactorizedEmbedding(keras.layers.Layer):
         self.token_type_embeddings = None
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=config.layer_norm_eps, dtype="float32", name="layer_norm")
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, name="dropout")
+        self.seed = seed
+        self.seed_generator = None
+        if config.hidden_dropout_prob:
+            self.seed_generator = keras.random.SeedGenerator(seed, name="dropout_seed")
         self.projection = None
         if config.has_embedding_projection:
             self.projection = keras.layers.Dense(
@@ -73,11 +78,12 @@ class FactorizedEmbedding(keras.layers.Layer):
         positions = self.position_embeddings.value[tf.newaxis, :seq_length]
         x = self.layer_norm(words + types + positions)
         x = tf.cast(x, self.compute_dtype)
-        x = self.dropout(x, training=training)
+        if training and self.seed_generator is not None:
+            x = block.dropout(x, self.config.hidden_dropout_prob, self.seed_generator.next())
         if self.projection is not None:
             x = self.projection(x)
         return x
 
     def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
+        return {**super().get_config(), "config": self.config.to_dict(), "seed": self.seed}
 

@@ -54,8 +54,9 @@ def global_mixed_policy():
     keras.mixed_precision.set_global_policy(previous)
 
 
-def _train_step(model, inputs, jit):
-    """Loss and gradients of a masked-LM + SOP-like loss; jit=None runs eagerly."""
+def _train_step(model, inputs, jit, repeat=1):
+    """Loss and gradients of a masked-LM + SOP-like loss; jit=None runs eagerly. With repeat > 1,
+    the list of every call's result of the same (compiled) function."""
     def step(inputs):
         with tf.GradientTape() as tape:
             out = model(inputs, training=True)
@@ -64,10 +65,13 @@ def _train_step(model, inputs, jit):
             loss += tf.reduce_mean(out["sop_logits"] ** 2)
         grads = tape.gradient(loss, model.trainable_variables)
         return loss, [tf.convert_to_tensor(g) for g in grads]
-    return step(inputs) if jit is None else tf.function(step, jit_compile=jit)(inputs)
+    fn = step if jit is None else tf.function(step, jit_compile=jit)
+    return fn(inputs) if repeat == 1 else [fn(inputs) for _ in range(repeat)]
 
 
 def test_jit_compile_forward_and_backward(tiny_config, pretrain_inputs):
+    # No dropout here: XLA's stateless RNG draws other masks than the CPU kernels for the same
+    # seed; dropout under XLA is exercised by the mixed-precision test below.
     model = AlbertPretrainer(AlbertModel(tiny_config(num_hidden_groups=2, inner_group_num=2)))
     loss_xla, grads_xla = _train_step(model, pretrain_inputs, jit=True)
     loss, grads = _train_step(model, pretrain_inputs, jit=None)  # eager reference
@@ -82,8 +86,10 @@ def test_jit_compile_under_global_mixed_bfloat16(tiny_config, pretrain_inputs, g
     config = tiny_config(num_hidden_groups=2, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
     model = AlbertPretrainer(AlbertModel(config))
     assert model.backbone.dtype_policy.name == "mixed_bfloat16"
-    loss, grads = _train_step(model, pretrain_inputs, jit=True)
+    (loss, grads), (loss_2, _) = _train_step(model, pretrain_inputs, jit=True, repeat=2)
     assert loss.dtype == tf.float32 and np.isfinite(loss.numpy())
     assert {g.dtype for g in grads} == {tf.float32}
     assert all(np.isfinite(g.numpy()).all() for g in grads)
     assert all(np.abs(g.numpy()).max() > 0 for g in grads)
+    # Dropout is active under XLA: the second step (same weights) draws new masks.
+    assert abs(float(loss_2) - float(loss)) > 1e-4

@@ -95,6 +95,14 @@ class StackedWeights(keras.layers.Layer):
                 "initializer_range": self.initializer_range}
 
 
+def _select(stack, index):
+    """Entry `index` of a [n, ...] stack. A single entry (full sharing, every released model)
+    is sliced statically, which keeps its gradient a dense tensor instead of IndexedSlices."""
+    if stack.shape[0] == 1:
+        return stack[0]
+    return tf.gather(stack, index)
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertEncoder(keras.layers.Layer):
     """The transformer stack with ALBERT's cross-layer parameter sharing.
@@ -181,8 +189,8 @@ class AlbertEncoder(keras.layers.Layer):
 
         def step(i, h):
             a, f = self.block_indices(i)
-            a_w = {k: tf.gather(v, a) for k, v in attention.items()}
-            f_w = {k: tf.gather(v, f) for k, v in ffn.items()}
+            a_w = {k: _select(v, a) for k, v in attention.items()}
+            f_w = {k: _select(v, f) for k, v in ffn.items()}
             return block.transformer_block(
                 h, bias, a_w, f_w, self.settings, training=use_dropout,
                 seed=block.sub_seed(seed, i) if use_dropout else None)

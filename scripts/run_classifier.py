@@ -94,6 +94,9 @@ def _validate():
     if FLAGS.warmup_steps is not None and not 0 <= FLAGS.warmup_steps < FLAGS.num_train_steps:
         raise app.UsageError(f"--warmup_steps must be in [0, --num_train_steps), got "
                              f"{FLAGS.warmup_steps}")
+    if FLAGS.strategy == "mirrored" and FLAGS.steps_per_execution > 1:
+        raise app.UsageError("--steps_per_execution > 1 fails under --strategy=mirrored with Keras "
+                             "3.15 (placeholder error in the multi-step loop); use 1")
     if FLAGS.strategy == "tpu" and FLAGS.dynamic_padding:
         raise app.UsageError("--dynamic_padding needs static shapes off: not with --strategy=tpu")
     if not FLAGS.train_file and not FLAGS.data_dir and not FLAGS.use_tfds and (
@@ -112,7 +115,7 @@ def main(argv):
     from albert_tf.models import io
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.models.classifier import AlbertClassifier
-    from albert_tf.models.metrics import TaskEvaluator, write_json_atomic
+    from albert_tf.models.metrics import TaskEvaluator, majority_baseline, write_json_atomic
     from albert_tf.models.preprocessor import AlbertPreprocessor
     from albert_tf.train.strategy import create_strategy, is_tpu
     from albert_tf.train.task import set_precision
@@ -168,10 +171,17 @@ def main(argv):
     if "dev" in splits:
         dev = tasks.make_dataset(splits["dev"], preprocessor, FLAGS.eval_batch_size,
                                  pad_to_batch=tpu)
+        baseline = {}
+        if "train" in splits and not task.is_regression:
+            baseline["majority_baseline"] = majority_baseline(splits["train"].labels,
+                                                              splits["dev"].labels)
+            logging.info("dev majority-class baseline accuracy: %.4f",
+                         baseline["majority_baseline"])
         evaluator = TaskEvaluator(dev, task.metrics, FLAGS.output_dir,
                                   regression=task.is_regression,
                                   steps_per_epoch=FLAGS.save_checkpoints_steps,
-                                  num_examples=len(splits["dev"]), labels=splits["dev"].labels)
+                                  num_examples=len(splits["dev"]), labels=splits["dev"].labels,
+                                  baseline=baseline)
     if FLAGS.do_train:
         train = tasks.make_dataset(splits["train"], preprocessor, FLAGS.train_batch_size,
                                    training=True, seed=FLAGS.seed)

@@ -92,8 +92,12 @@ class AlbertClassifier(keras.Model):
         self.built = True
 
     def call(self, inputs, training=False):
-        pooled = self.backbone({k: inputs[k] for k in INPUT_KEYS if k in inputs} if isinstance(
-            inputs, dict) else inputs, training=training)["pooled_output"]
+        if isinstance(inputs, dict):
+            # Keras' symbolic build under a tf.distribute strategy feeds a MEAN-reduced (float)
+            # copy of the first batch; ids are integers, so cast such inputs back.
+            inputs = {k: inputs[k] if inputs[k].dtype.is_integer else tf.cast(inputs[k], tf.int32)
+                      for k in INPUT_KEYS if k in inputs}
+        pooled = self.backbone(inputs, training=training)["pooled_output"]
         return self.logits(self.dropout(pooled, training=training))
 
     # ------------------------------------------------------------------ construction helpers
@@ -182,6 +186,12 @@ class AlbertClassifier(keras.Model):
                          settings["warmup_steps"] is not None else
                          int(round(settings["warmup_ratio"] * steps)))
             self.compile(num_train_steps=steps, **settings)
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None and not optimizer.built:
+            # Create the optimizer's variables before tracing: under a tf.distribute strategy,
+            # creating them inside the traced step fails (keras#23085, not fixed in 3.15).
+            with self.distribute_strategy.scope():
+                optimizer.build(self.trainable_variables)
         return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                            steps_per_epoch=steps_per_epoch, **kwargs)
 

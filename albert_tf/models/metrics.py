@@ -82,6 +82,12 @@ METRICS = {
 }
 
 
+def majority_baseline(train_labels, eval_labels):
+    """Accuracy on `eval_labels` of always predicting the most frequent training label."""
+    values, counts = np.unique(np.asarray(train_labels).reshape(-1), return_counts=True)
+    return accuracy(np.full(len(eval_labels), values[np.argmax(counts)]), eval_labels)
+
+
 def compute_metrics(names, predictions, labels):
     """Returns {name: value} for the named metrics (keys of `METRICS`), in the given order.
 
@@ -140,6 +146,7 @@ class TaskEvaluator(keras.callbacks.Callback):
         steps_per_epoch: training steps per Keras epoch, to report the global step.
         labels: the dev labels (NumPy); default: collected from `dataset`.
         num_examples: number of real examples (default: all predictions).
+        baseline: extra numbers stored in eval_results.json (e.g. {"majority_baseline": 0.5}).
         prefix: key prefix in the logs and results ("eval" -> "eval_accuracy").
 
     Example:
@@ -148,7 +155,8 @@ class TaskEvaluator(keras.callbacks.Callback):
     """
 
     def __init__(self, dataset, metric_names, output_dir=None, regression=False, main_metric=None,
-                 steps_per_epoch=None, labels=None, num_examples=None, prefix="eval"):
+                 steps_per_epoch=None, labels=None, num_examples=None, baseline=None,
+                 prefix="eval"):
         super().__init__()
         compute_metrics(metric_names, [0], [0])  # validates the names early
         self.dataset = dataset
@@ -162,6 +170,7 @@ class TaskEvaluator(keras.callbacks.Callback):
         self.labels = None if labels is None else np.asarray(labels)
         self.num_examples = num_examples
         self.prefix = prefix
+        self.baseline = dict(baseline or {})
         self.history = []
         self.best = None
 
@@ -201,7 +210,7 @@ class TaskEvaluator(keras.callbacks.Callback):
                      time.time() - start, " new best" if improved else "")
         if self.output_dir:
             write_json_atomic(os.path.join(self.output_dir, "eval_results.json"),
-                              {"best": self.best, "history": self.history})
+                              {"best": self.best, **self.baseline, "history": self.history})
         return results
 
     def on_epoch_end(self, epoch, logs=None):

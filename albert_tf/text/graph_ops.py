@@ -32,27 +32,39 @@ def _in_ranges(bounds, x):
 def _decompose(codepoints):
     """NFKD + drop combining characters on a ragged [B, (chars)] int32 tensor of codepoints."""
     keys_np, splits_np, values_np = unicode_tables.decomposition_table()
-    keys, splits = tf.constant(keys_np), tf.constant(splits_np)
     cp = codepoints.flat_values
-    n = tf.size(cp)
-    found, index = _lookup(keys, cp)
-    # Hangul syllables decompose arithmetically into 2 or 3 jamo (Unicode 3.12).
-    s = cp - unicode_tables.HANGUL_FIRST
-    hangul = (s >= 0) & (s < unicode_tables.HANGUL_COUNT)
-    lead = _HANGUL_L + s // _HANGUL_V_COUNT_T_COUNT
-    vowel = _HANGUL_V + (s % _HANGUL_V_COUNT_T_COUNT) // _HANGUL_T_COUNT
-    trail = _HANGUL_T + s % _HANGUL_T_COUNT
-    triples = tf.reshape(tf.stack([tf.where(hangul, lead, cp), vowel, trail], axis=1), [-1])
-    source = tf.concat([tf.constant(values_np), triples], axis=0)
-    table_start = tf.gather(splits, index)
-    table_length = tf.gather(splits, index + 1) - table_start
-    own_start = tf.cast(values_np.size + 3 * tf.range(n), tf.int64)
-    own_length = tf.where(hangul, 2 + tf.cast(tf.not_equal(trail, _HANGUL_T), tf.int64), 1)
-    start = tf.where(found, table_start, own_start)
-    length = tf.where(found, table_length, tf.cast(own_length, tf.int64))
-    out = tf.gather(source, tf.ragged.range(start, start + length).flat_values)
-    row_lengths = tf.math.unsorted_segment_sum(length, codepoints.value_rowids(), codepoints.nrows())
-    return tf.RaggedTensor.from_row_lengths(out, row_lengths, validate=False)
+    # ASCII is NFKD-invariant and holds no combining character: only look the others up.
+    where = tf.where(cp >= 0x80)
+    others = tf.gather_nd(cp, where)
+    found_others, index_others = _lookup(tf.constant(keys_np), others)
+    hangul_others = (others >= unicode_tables.HANGUL_FIRST) & (others < unicode_tables.HANGUL_FIRST + unicode_tables.HANGUL_COUNT)
+
+    def expand():
+        shape = tf.shape(cp, out_type=tf.int64)
+        found = tf.scatter_nd(where, found_others, shape)
+        index = tf.scatter_nd(where, index_others, shape)
+        splits = tf.constant(splits_np)
+        # Hangul syllables decompose arithmetically into 2 or 3 jamo (Unicode 3.12).
+        s = cp - unicode_tables.HANGUL_FIRST
+        hangul = (s >= 0) & (s < unicode_tables.HANGUL_COUNT)
+        lead = _HANGUL_L + s // _HANGUL_V_COUNT_T_COUNT
+        vowel = _HANGUL_V + (s % _HANGUL_V_COUNT_T_COUNT) // _HANGUL_T_COUNT
+        trail = _HANGUL_T + s % _HANGUL_T_COUNT
+        triples = tf.reshape(tf.stack([tf.where(hangul, lead, cp), vowel, trail], axis=1), [-1])
+        source = tf.concat([tf.constant(values_np), triples], axis=0)
+        table_start = tf.gather(splits, index)
+        table_length = tf.gather(splits, index + 1) - table_start
+        own_start = values_np.size + 3 * tf.range(shape[0])
+        own_length = tf.where(hangul, 2 + tf.cast(tf.not_equal(trail, _HANGUL_T), tf.int64), 1)
+        start = tf.where(found, table_start, own_start)
+        length = tf.where(found, table_length, own_length)
+        out = tf.gather(source, tf.ragged.range(start, start + length).flat_values)
+        row_lengths = tf.math.unsorted_segment_sum(length, codepoints.value_rowids(), codepoints.nrows())
+        return out, tf.concat([[0], tf.cumsum(row_lengths)], axis=0)
+
+    values, row_splits = tf.cond(tf.reduce_any(found_others | hangul_others), expand,
+                                 lambda: (cp, codepoints.row_splits))
+    return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
 
 
 def _final_sigma(codepoints):
@@ -79,12 +91,18 @@ def _final_sigma(codepoints):
 
 
 def _lowercase(codepoints):
+    """`str.lower` on a ragged [B, (chars)] int32 tensor of codepoints (after `_decompose`)."""
     keys_np, values_np = unicode_tables.lowercase_table()
     cp = codepoints.flat_values
-    found, index = _lookup(tf.constant(keys_np), cp)
-    lowered = tf.where(found, tf.gather(tf.constant(values_np), index), cp)
-    lowered = tf.where(_final_sigma(codepoints), _FINAL_SIGMA, lowered)
-    return codepoints.with_flat_values(lowered)
+    lowered = tf.where((cp >= 0x41) & (cp <= 0x5A), cp + 0x20, cp)  # ASCII A-Z
+    # Only the non-ASCII codepoints go through the table lookup.
+    where = tf.where(cp >= 0x80)
+    others = tf.gather_nd(cp, where)
+    found, index = _lookup(tf.constant(keys_np), others)
+    lowered = tf.tensor_scatter_nd_update(lowered, where, tf.where(found, tf.gather(tf.constant(values_np), index), others))
+    final = tf.cond(tf.reduce_any(tf.equal(cp, _SIGMA)), lambda: _final_sigma(codepoints),
+                    lambda: tf.zeros_like(cp, tf.bool))
+    return codepoints.with_flat_values(tf.where(final, _FINAL_SIGMA, lowered))
 
 
 def normalize(texts, lower=True):
@@ -99,8 +117,8 @@ def normalize(texts, lower=True):
     space = unicode_tables.whitespace_class()
     texts = tf.strings.regex_replace(texts, f"^{space}+|{space}+$", "")
     texts = tf.strings.regex_replace(texts, f"{space}+", " ")
-    texts = tf.strings.regex_replace(texts, "``", '"')
-    texts = tf.strings.regex_replace(texts, "''", '"')
+    # One pass for both TeX quotes: the two replacements of preprocess_text cannot interact.
+    texts = tf.strings.regex_replace(texts, "``|''", '"')
     codepoints = _decompose(tf.strings.unicode_decode(texts, "UTF-8"))
     if lower:
         codepoints = _lowercase(codepoints)
@@ -118,7 +136,10 @@ def split_digit_comma(pieces, encode_as_pieces):
     """
     flat = pieces.flat_values
     num_pieces = tf.size(flat, out_type=tf.int64)
-    flagged = tf.strings.regex_full_match(flat, f"(?s).*{unicode_tables.digit_class()},")
+    # Only pieces ending in "," go through the regex with the (large) digit class.
+    candidates = tf.where(tf.strings.regex_full_match(flat, "(?s).*,"))
+    digit_comma = tf.strings.regex_full_match(tf.gather_nd(flat, candidates), f"(?s).*{unicode_tables.digit_class()},")
+    flagged = tf.scatter_nd(candidates, digit_comma, tf.shape(flat, out_type=tf.int64))
     selected = tf.boolean_mask(flat, flagged)
     had_start = tf.strings.regex_full_match(selected, f"(?s){WORD_START}.*")
     stripped = tf.strings.regex_replace(tf.strings.regex_replace(selected, ",$", ""), WORD_START, "")

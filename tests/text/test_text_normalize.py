@@ -66,3 +66,10 @@ def test_graph_normalize_runs_without_autograph_and_on_empty_batch():
                      input_signature=[tf.TensorSpec([None], tf.string)])
     assert fn(tf.constant(["\u00c9T\u00c9"])).numpy().tolist() == [b"ete"]
     assert fn(tf.constant([], tf.string)).numpy().tolist() == []
+
+
+def test_graph_normalize_one_string_per_batch(torture_texts):
+    """Single-string batches take the shortcuts (nothing to decompose, no capital sigma) or not."""
+    for text in torture_texts + ["plain ascii ONLY", "\u65e5\u672c \u2019quote\u2019", "\u03a3\u03a3"]:
+        got = graph_ops.normalize(tf.constant([as_bytes(text)])).numpy()[0].decode("utf-8")
+        assert got == preprocess_text(text), repr(text)[:80]

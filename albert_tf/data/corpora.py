@@ -116,16 +116,19 @@ def resolve_files(pattern):
         files = sorted(p for p in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(p))
         if not files:
             raise FileNotFoundError(f"corpus glob {pattern!r} matches no files")
-        return files
-    if not tf.io.gfile.exists(pattern):
+    elif not tf.io.gfile.exists(pattern):
         raise FileNotFoundError(f"corpus file not found: {pattern}")
-    if tf.io.gfile.isdir(pattern):
+    elif tf.io.gfile.isdir(pattern):
         files = sorted(os.path.join(pattern, name) for name in tf.io.gfile.listdir(pattern))
         files = [p for p in files if not tf.io.gfile.isdir(p)]
         if not files:
             raise FileNotFoundError(f"corpus directory {pattern!r} holds no files")
-        return files
-    return [pattern]
+    else:
+        files = [pattern]
+    for path in files:
+        if "://" not in path and not os.access(path, os.R_OK):
+            raise PermissionError(f"corpus file is not readable: {path}")
+    return files
 
 
 def _read_lines(path, strict, stats):

@@ -50,6 +50,9 @@ def split_digit_comma(pieces, encode_as_pieces):
     had one; then "," follows as its own piece. So "▁9,000," becomes ["▁9", ",", "000", ","] with
     a model that knows those pieces.
 
+    This is the intended rule (Python 2, Hugging Face). Under Python 3 the original compares the
+    `str` piece with a `bytes` "▁" and so never strips the "▁" ("2," gives ["▁2", ","]).
+
     Args:
       pieces: list of piece strings.
       encode_as_pieces: callable str -> list of piece strings (the SentencePiece model).

@@ -175,3 +175,11 @@ def test_docstring_filter_keeps_prose_and_drops_code():
         "Compute the thing for every element.", "This function is useful.",
         "It returns a new array of values.", "The input tensor, of any shape.",
         "The result is exact for integers:", "See the user guide for more details."]
+
+
+def test_unreadable_file_fails_before_any_work(tmp_path, monkeypatch):
+    path = write(tmp_path / "secret.txt", "Hidden.\n")
+    # Simulated (the tests may run as root, who can read anything).
+    monkeypatch.setattr(corpora.os, "access", lambda p, mode: p != path)
+    with pytest.raises(PermissionError, match="corpus file is not readable: .*secret.txt"):
+        iter_documents(str(tmp_path / "*.txt"))

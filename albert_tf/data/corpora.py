@@ -183,16 +183,19 @@ def _file_reader(path, format, strict, stats):
 
 def _tfds_reader(name, data_dir, split, feature, strict, stats):
     import tensorflow_datasets as tfds
+    from tensorflow_datasets.core import read_only_builder
 
+    # Read from the prepared files only: no dataset code, no download, no GCS lookup.
     try:
-        builder = tfds.builder(name, data_dir=data_dir)
-    except Exception as e:  # DatasetNotFoundError, unknown config or version
-        raise ValueError(f"TFDS dataset {name!r} is not available (data_dir={data_dir!r}): {e}") from None
-    if not builder.is_prepared():
+        builder = read_only_builder.builder_from_files(name, data_dir=data_dir)
+    except Exception as e:  # DatasetNotFoundError and friends
+        reason = str(e).split("\n")[0]
         raise FileNotFoundError(
-            f"TFDS dataset {name!r} is not prepared in {builder.data_dir}; albert_tf reads prepared "
-            "data only. Prepare it first (tfds build, or builder.download_and_prepare()) or pass the "
-            "data_dir that holds it.")
+            f"TFDS dataset {name!r} is not prepared in {data_dir or 'the default TFDS data_dir'}; albert_tf "
+            f"reads prepared data only (prepare it first with `tfds build` or "
+            f"builder.download_and_prepare(), or pass the data_dir that holds it). TFDS said: {reason}") from None
+    if not builder.is_prepared():
+        raise FileNotFoundError(f"TFDS dataset {name!r} in {builder.data_dir} is not completely prepared")
     features = builder.info.features
     if feature not in features:
         raise ValueError(f"TFDS dataset {name!r} has no feature {feature!r}; "

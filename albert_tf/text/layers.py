@@ -45,8 +45,10 @@ class TextTokenizer(_StringLayer):
 
     Example:
     >>> tokenizer = TextTokenizer("30k-clean.model")                      # doctest: +SKIP
-    >>> tokenizer(tf.constant(["Hello, World 9,000!"])).to_list()          # doctest: +SKIP
-    [[10975, 15, 126, 453, 15, 3993, 187]]
+    >>> ids = tokenizer(tf.constant(["Hello, World 9,000!", ""]))          # doctest: +SKIP
+    >>> python = SentencePieceTokenizer("30k-clean.model")                 # doctest: +SKIP
+    >>> ids.to_list() == [python.encode_ids("Hello, World 9,000!"), []]    # doctest: +SKIP
+    True
     """
 
     def __init__(self, spm_model_file_or_bytes=None, lower_case=True, model_proto_base64=None, **kwargs):

@@ -79,10 +79,11 @@ class SentencePieceTokenizer:
 
     Example:
     >>> tok = SentencePieceTokenizer("30k-clean.model")          # doctest: +SKIP
-    >>> tok.encode_pieces("Hello, World 9,000!")                  # doctest: +SKIP
-    ['▁hello', ',', '▁world', '▁9', ',', '000', '!']
-    >>> tok.cls_id, tok.sep_id, tok.mask_id                       # doctest: +SKIP
-    (2, 3, 4)
+    >>> pieces = tok.encode_pieces("Hello, World 9,000!")         # doctest: +SKIP
+    >>> tok.encode_ids("Hello, World 9,000!") == [tok.piece_to_id(p) for p in pieces]  # doctest: +SKIP
+    True
+    >>> tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id   # doctest: +SKIP
+    (0, 1, 2, 3, 4)
     """
 
     def __init__(self, model_file_or_bytes, lower_case=True):

@@ -99,7 +99,8 @@ def test_tfds_prepared_dataset(tmp_path):
         iter_documents(f"tfds:{name}", data_dir=str(tmp_path), feature="body")
     with pytest.raises(ValueError, match=r"has no split 'test'; splits: \['train'\]"):
         iter_documents(f"tfds:{name}", data_dir=str(tmp_path), split="test")
-    with pytest.raises((ValueError, FileNotFoundError), match=f"TFDS dataset '{name}' is not"):
+    with pytest.raises(FileNotFoundError, match=f"TFDS dataset '{name}' is not prepared in .*elsewhere; "
+                                                "albert_tf reads prepared data only"):
         iter_documents(f"tfds:{name}", data_dir=str(tmp_path / "elsewhere"))
 
 

@@ -126,7 +126,10 @@ def train_sentencepiece(documents_or_files, model_prefix, vocab_size=30000, lowe
                 raise stream.error
             if stream.count == 0:
                 raise ValueError(f"corpus {documents_or_files!r:.200} holds no text") from None
-            raise ValueError(f"SentencePiece training failed: {e}") from None
+            hint = ""
+            if "Vocabulary size too high" in str(e):
+                hint = " (the corpus is too small for this vocab_size: lower it, or pass hard_vocab_limit=False)"
+            raise ValueError(f"SentencePiece training failed: {e}{hint}") from None
         if stream.error is not None:
             raise stream.error
         for ext in (".model", ".vocab"):

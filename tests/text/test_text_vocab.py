@@ -40,6 +40,8 @@ def test_train_from_documents_iterable_and_errors(tmp_path):
         train_sentencepiece(iter(documents), str(tmp_path / "x"), vocab_size=10)
     with pytest.raises(FileNotFoundError, match="corpus file not found"):
         train_sentencepiece(str(tmp_path / "missing.txt"), str(tmp_path / "x"), vocab_size=100)
+    with pytest.raises(ValueError, match="the corpus is too small for this vocab_size"):
+        train_sentencepiece(iter(documents), str(tmp_path / "x"), vocab_size=1000, num_threads=1)
     with pytest.raises(ValueError, match="holds no text"):
         train_sentencepiece(iter([[" ", ""]]), str(tmp_path / "x"), vocab_size=100)
     with pytest.raises(ValueError, match="user_defined_symbols must not repeat the special pieces"):

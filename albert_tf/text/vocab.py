@@ -5,8 +5,8 @@ symbols, then the learned pieces. Text is normalized with `preprocess_text` firs
 pretraining data will be), and at most `input_sentence_size` sentences are sampled (reservoir
 sampling inside SentencePiece), so a corpus of any size streams through.
 
->>> train_sentencepiece("builtin:docstrings", "/tmp/docs30k", vocab_size=30000)  # doctest: +SKIP
-'/tmp/docs30k.model'
+>>> train_sentencepiece("builtin:docstrings", "/tmp/docs8k", vocab_size=8000)  # doctest: +SKIP
+'/tmp/docs8k.model'
 """
 import os
 import tempfile

@@ -166,7 +166,9 @@ def load_config(params):
     return AlbertConfig.from_preset(params.preset)
 
 
-def _distributed_dataset(strategy, task, files, global_batch, is_training, seed, skip_steps=0):
+def distributed_dataset(strategy, task, files, global_batch, is_training, seed, skip_steps=0):
+    """`task.dataset` split over the replicas (per-replica batch from the global one), skipping
+    the batches of the first `skip_steps` steps."""
     def dataset_fn(context):
         dataset = task.dataset(files, context.get_per_replica_batch_size(global_batch),
                                is_training=is_training, input_context=context, seed=seed)
@@ -235,7 +237,7 @@ class _Runner:
                              start_step, start_step)
             else:
                 seed = p.seed + start_step
-        return _distributed_dataset(self.strategy, self.task, p.input_file, p.train_batch_size,
+        return distributed_dataset(self.strategy, self.task, p.input_file, p.train_batch_size,
                                     True, seed, skip)
 
     # ------------------------------------------------------------------ loop pieces
@@ -243,8 +245,10 @@ class _Runner:
         """True when `flag` is set on any worker (one tiny all-reduce under multi-worker)."""
         if self.workers <= 1:
             return flag
-        value = self.strategy.run(lambda x: tf.identity(x), args=(tf.constant(float(flag)),))
-        return float(self.strategy.reduce(tf.distribute.ReduceOp.MAX, value, axis=None)) > 0
+        if not hasattr(self, "_flag_sum"):
+            self._flag_sum = tf.function(lambda x: self.strategy.reduce(
+                tf.distribute.ReduceOp.SUM, self.strategy.run(tf.identity, args=(x,)), axis=None))
+        return float(self._flag_sum(tf.constant(float(flag)))) > 0
 
     def _save(self):
         if not self.trainer.weights_are_finite():
@@ -289,7 +293,6 @@ class _Runner:
                 n = min(p.steps_per_loop, p.num_train_steps - step,
                         self._next_boundary(step, p.save_checkpoints_steps) - step,
                         self._next_boundary(step, p.eval_every_steps if eval_dataset else 0) - step)
-                learning_rate = float(self.schedule(step))
                 began = time.time()
                 result = self.trainer.train(iterator, n)
                 elapsed = time.time() - began
@@ -300,6 +303,7 @@ class _Runner:
                         f"newest checkpoint ({self.checkpointer.latest()}) is the last good one. "
                         "Lower --learning_rate, check --clip_norm, or inspect the input data")
                 step = self.trainer.step
+                learning_rate = float(self.schedule(step))
                 # The first loop includes tracing and compilation: keep it out of the ETA.
                 if seconds_per_step is None or step - n > start_step:
                     recent = elapsed / n
@@ -374,7 +378,7 @@ def run_pretraining(params, strategy=None):
         runner.restore_or_warm_start()
         eval_dataset = None
         if params.eval_input_files:
-            eval_dataset = _distributed_dataset(strategy, runner.task, params.eval_input_files,
+            eval_dataset = distributed_dataset(strategy, runner.task, params.eval_input_files,
                                                 params.eval_batch_size, False, params.seed)
         train_metrics = runner.train(eval_dataset)
         return runner.finish(eval_dataset, train_metrics)

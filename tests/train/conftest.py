@@ -17,42 +17,30 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def write_records(path, count, seed, seq=SEQ, pred=PRED, vocab=VOCAB):
+    """`count` learnable records: B continues A's count; SOP label 1 swaps them."""
     import tensorflow as tf
 
+    from albert_tf.data import schema
+
     rng = np.random.default_rng(seed)
-
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
     with tf.io.TFRecordWriter(path) as writer:
         for _ in range(count):
             len_a, len_b = rng.integers(5, 12), rng.integers(5, 12)
-            start = rng.integers(5, vocab - 30)
-            a = [5 + (start + i - 5) % (vocab - 5) for i in range(len_a)]
-            b = [5 + (start + len_a + i - 5) % (vocab - 5) for i in range(len_b)]
+            start = int(rng.integers(0, vocab - 5))
+            count_up = [5 + (start + i) % (vocab - 5) for i in range(len_a + len_b)]
+            a, b = count_up[:len_a], count_up[len_a:]
             label = int(rng.integers(0, 2))
             first, second = (b, a) if label else (a, b)
             tokens = [2] + first + [3] + second + [3]
             segments = [0] * (len(first) + 2) + [1] * (len(second) + 1)
-            length = len(tokens)
             candidates = [i for i, t in enumerate(tokens) if t > 4]
-            positions = sorted(rng.choice(candidates, size=min(pred, max(1, length // 7)), replace=False))
+            positions = sorted(int(p) for p in rng.choice(
+                candidates, size=min(pred, max(1, len(tokens) // 7)), replace=False))
             ids = [tokens[p] for p in positions]
-            masked = list(tokens)
             for p in positions:
-                masked[p] = 4
-            pad = seq - length
-            n = len(positions)
-            feature = {
-                "input_ids": ints(masked + [0] * pad), "input_mask": ints([1] * length + [0] * pad),
-                "segment_ids": ints(segments + [0] * pad), "token_boundary": ints([1] * seq),
-                "masked_lm_positions": ints(list(positions) + [0] * (pred - n)),
-                "masked_lm_ids": ints(ids + [0] * (pred - n)),
-                "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
-                    value=[1.0] * n + [0.0] * (pred - n))),
-                "next_sentence_labels": ints([label]),
-            }
-            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+                tokens[p] = 4
+            writer.write(schema.encode_instance(tokens, segments, [1] * len(tokens), label, seq, pred,
+                                                masked_lm_positions=positions, masked_lm_ids=ids))
     return path
 
 
@@ -90,3 +78,18 @@ def run_script(args, env=None, timeout=240, **popen):
     if popen:
         return subprocess.Popen(command, env=full_env, cwd=REPO, **popen)
     return subprocess.run(command, env=full_env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def checkpoint_values(prefix):
+    """{variable key: value} of a training checkpoint (model and optimizer)."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(prefix)
+    return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
+            if "/.ATTRIBUTES/VARIABLE_VALUE" in k and "save_counter" not in k}
+
+
+def max_difference(a, b):
+    assert sorted(a) == sorted(b)
+    return max(float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(b[k], np.float64))))
+               for k in a)

@@ -420,7 +420,10 @@ def read_tfds_examples(task, split, data_dir=None):
         elif raw < 0:
             unlabelled += 1
         else:
-            labels.append(task.labels.index(str(names[raw])))
+            # TFDS names some labels ("entailment") and numbers others ("equivalent" is GLUE's
+            # "1"): map by name when the task knows it, else by the class index.
+            name = str(names[raw])
+            labels.append(task.labels.index(name if name in task.labels else str(raw)))
     labelled = unlabelled == 0
     if unlabelled and unlabelled != len(texts):
         raise DataError(f"{task.tfds_name}/{splits[split]}: {unlabelled} of {len(texts)} examples "

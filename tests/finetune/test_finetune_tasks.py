@@ -98,3 +98,26 @@ def test_generic_files_and_label_inference(tmp_path):
     task, splits = tasks.load_task_splits("reviews", train_file=csv_path, text_column="review",
                                           label_column="stars", wanted=["train"])
     assert task.labels == ("bad", "good") and len(splits["train"]) == 3
+
+
+def test_tfds_glue_label_mapping():
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    def as_dataset(self, split, **kwargs):  # hand-written records instead of random mock data
+        pairs = {"glue/mnli": ("premise", "hypothesis"), "glue/mrpc": ("sentence1", "sentence2")}
+        name = self.name + "/" + self.builder_config.name
+        a, b = pairs[name]
+        labels = [0, 1, 2] if name == "glue/mnli" else [1, 0, 1]
+        return tf.data.Dataset.from_tensor_slices(
+            {a: ["p0", "p1", "p2"], b: ["h0", "h1", "h2"], "label": labels, "idx": [0, 1, 2]})
+
+    with tfds.testing.mock_data(as_dataset_fn=as_dataset):
+        mnli = tasks.read_tfds_examples("mnli-mm", "dev")
+        mrpc = tasks.read_tfds_examples("mrpc", "train")
+    # TFDS names MRPC's labels not_equivalent/equivalent: mapped by index onto GLUE's "0"/"1"
+    assert mrpc.labels.tolist() == [1, 0, 1]
+    # TFDS order entailment, neutral, contradiction -> the task's contradiction, entailment, neutral
+    assert mnli.labels.tolist() == [1, 2, 0]
+    assert (mnli.texts, mnli.text_pairs) == (["p0", "p1", "p2"], ["h0", "h1", "h2"])
+    assert mnli.source == "tfds:glue/mnli/validation_mismatched"

@@ -8,10 +8,19 @@ Public names:
 - `split_sentences(text)`: the rule-based sentence splitter for one-document-per-line corpora.
 - `is_start_piece(piece)`: the original word-start rule used by whole-word masking.
 """
-from albert_tf.text.layers import SegmentPacker, TextTokenizer
 from albert_tf.text.normalize import preprocess_text
 from albert_tf.text.sentences import split_sentences
 from albert_tf.text.tokenizer import SentencePieceTokenizer, is_start_piece
 
 __all__ = ["preprocess_text", "split_sentences", "SentencePieceTokenizer", "is_start_piece", "TextTokenizer",
            "SegmentPacker"]
+
+
+def __getattr__(name):
+    # The Keras layers pull in TensorFlow and tensorflow-text; the Python path (used by
+    # create_pretraining_data's worker processes) must stay light, so they load on first use.
+    if name in ("TextTokenizer", "SegmentPacker"):
+        from albert_tf.text import layers
+
+        return getattr(layers, name)
+    raise AttributeError(f"module 'albert_tf.text' has no attribute {name!r}")

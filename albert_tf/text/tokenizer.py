@@ -2,7 +2,6 @@
 
 The in-graph twin is `albert_tf.text.layers.TextTokenizer`; both give the same ids.
 """
-import tensorflow as tf
 
 from albert_tf.text.normalize import preprocess_text
 
@@ -18,6 +17,8 @@ SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]"
 
 def read_model_proto(model_file_or_bytes):
     """Returns the serialized SentencePiece model: `bytes` pass through, paths go through tf.io.gfile."""
+    import tensorflow as tf  # only for gs:// and other gfile paths; keeps worker processes light
+
     if isinstance(model_file_or_bytes, (bytes, bytearray)):
         return bytes(model_file_or_bytes)
     path = str(model_file_or_bytes)

@@ -95,12 +95,17 @@ class StackedWeights(keras.layers.Layer):
                 "initializer_range": self.initializer_range}
 
 
-def _select(stack, index):
-    """Entry `index` of a [n, ...] stack. A single entry (full sharing, every released model)
-    is sliced statically, which keeps its gradient a dense tensor instead of IndexedSlices."""
-    if stack.shape[0] == 1:
-        return stack[0]
-    return tf.gather(stack, index)
+def _selector(stacks):
+    """A function index -> one block's weights from {name: [n, ...]} stacks.
+
+    A single-entry stack (full sharing, every released model) is sliced here, once, outside
+    the loop: sliced inside it, each iteration's slice would be an intermediate that the
+    gradient of the `tf.while_loop` keeps (L copies of the weights).
+    """
+    if next(iter(stacks.values())).shape[0] == 1:
+        weights = {k: v[0] for k, v in stacks.items()}
+        return lambda index: weights
+    return lambda index: {k: tf.gather(v, index) for k, v in stacks.items()}
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -183,16 +188,15 @@ class AlbertEncoder(keras.layers.Layer):
     def call(self, hidden, input_mask, training=False):
         hidden = tf.cast(hidden, self.compute_dtype)  # loop-variable dtype stays fixed
         bias = block.attention_bias(input_mask)
-        attention, ffn = self.attention.flat_values(), self.ffn.flat_values()
+        attention = _selector(self.attention.flat_values())
+        ffn = _selector(self.ffn.flat_values())
         use_dropout = bool(training) and self.seed_generator is not None
         seed = self.seed_generator.next() if use_dropout else None
 
         def step(i, h):
             a, f = self.block_indices(i)
-            a_w = {k: _select(v, a) for k, v in attention.items()}
-            f_w = {k: _select(v, f) for k, v in ffn.items()}
             return block.transformer_block(
-                h, bias, a_w, f_w, self.settings, training=use_dropout,
+                h, bias, attention(a), ffn(f), self.settings, training=use_dropout,
                 seed=block.sub_seed(seed, i) if use_dropout else None)
 
         n = self.num_iterations

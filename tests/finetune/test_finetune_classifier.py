@@ -75,16 +75,18 @@ def test_from_pretrained_with_dropout_override(tmp_path, spm_model_file):
 
 def test_preprocessor_matches_python_tokenizer(preprocessor, spm_model_file):
     python = SentencePieceTokenizer(spm_model_file)
-    a, b = "The file is Opened, read 9,000 times.", "Grüße — naïve café!"
+    a, b = "The file is Opened, 9,000 times.", "Grüße, naïve café!"  # 15 + 17 pieces: truncated to 32
     out = preprocessor({"text": tf.constant([a]), "text_pair": tf.constant([b])})
     ids_a, ids_b = python.encode_ids(a), python.encode_ids(b)
-    expected = [python.cls_id] + ids_a + [python.sep_id] + ids_b + [python.sep_id]
-    n = len(expected)
-    assert n <= 32
-    assert out["input_word_ids"].numpy()[0].tolist() == expected + [0] * (32 - n)
-    assert out["input_type_ids"].numpy()[0].tolist() == [0] * (len(ids_a) + 2) + [1] * (
-        len(ids_b) + 1) + [0] * (32 - n)
-    assert out["input_mask"].numpy()[0].sum() == n
+    assert len(ids_a) + len(ids_b) + 3 > 32
+    # round_robin (the original _truncate_seq_pair): 29 ids shared one at a time, 15 + 14
+    kept_a, kept_b = ids_a[:15], ids_b[:14]
+    expected = [python.cls_id] + kept_a + [python.sep_id] + kept_b + [python.sep_id]
+    assert out["input_word_ids"].numpy()[0].tolist() == expected
+    assert out["input_type_ids"].numpy()[0].tolist() == [0] * 17 + [1] * 15
+    assert out["input_mask"].numpy()[0].tolist() == [1] * 32
+    single = preprocessor(tf.constant([a]))["input_word_ids"].numpy()[0].tolist()
+    assert single == [python.cls_id] + ids_a + [python.sep_id] + [0] * (32 - len(ids_a) - 2)
     dynamic = preprocessor.with_padding(True)
     short = dynamic(tf.constant(["a file", "read"]))
     assert short["input_word_ids"].shape[1] == 8  # bucketed to a multiple of 8

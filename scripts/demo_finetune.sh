@@ -23,12 +23,18 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 
 echo "== Fine-tuning on docstring-source (tensorflow / keras / numpy) =="
-"$PY" scripts/run_classifier.py --task_name=docstring-source \
-  --init_checkpoint="$PRETRAINED" --spm_model_file="$SPM" --output_dir="$OUT/run" \
-  --export_dir="$OUT/serving" --max_seq_length=64 --dynamic_padding \
-  --train_batch_size=32 --eval_batch_size=64 --learning_rate=1e-4 \
-  --num_train_steps=300 --save_checkpoints_steps=100 --classifier_dropout=0.1 \
-  --verbose=2 --alsologtostderr 2>&1 | grep -E "examples from|step [0-9]+:|Restored|SavedModel|baseline|Epoch" || true
+if ! "$PY" scripts/run_classifier.py --task_name=docstring-source \
+    --init_checkpoint="$PRETRAINED" --spm_model_file="$SPM" --output_dir="$OUT/run" \
+    --export_dir="$OUT/serving" --max_seq_length=64 --dynamic_padding \
+    --train_batch_size=32 --eval_batch_size=64 --learning_rate=1e-4 \
+    --num_train_steps=300 --save_checkpoints_steps=100 --classifier_dropout=0.1 \
+    --verbose=2 --alsologtostderr > "$OUT/run_classifier.log" 2>&1; then
+  tail -n 30 "$OUT/run_classifier.log" >&2
+  echo "demo_finetune: run_classifier.py failed (full log: $OUT/run_classifier.log)" >&2
+  exit 1
+fi
+grep -E "examples from|baseline accuracy|step [0-9]+:|Restored|SavedModel" "$OUT/run_classifier.log" \
+  | sed -E 's/^[IWE][0-9]{4} [0-9:.]+ +[0-9]+ [a-z_]+\.py:[0-9]+\] //'
 
 "$PY" - "$OUT/run/eval_results.json" <<'PYEOF'
 import json, sys
@@ -38,9 +44,9 @@ print(f"held-out accuracy {best['value']:.3f} (step {best['step']}) vs majority-
       f"{results['majority_baseline']:.3f} on {results['history'][-1]['eval_num_examples']} dev examples")
 PYEOF
 
-VERSION_DIR=$(ls -d "$OUT"/serving/[0-9]* | sort -t/ -k3 -n | tail -1)
+VERSION_DIR="$OUT/serving/1"  # $OUT was emptied above, so this run exported version 1
 echo "== Serving $VERSION_DIR in a fresh process (tensorflow + tensorflow_text only) =="
-"$PY" - "$VERSION_DIR" <<'PYEOF'
+TF_CPP_MIN_LOG_LEVEL=2 "$PY" - "$VERSION_DIR" <<'PYEOF'
 import sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SentencePiece ops TF Serving links)

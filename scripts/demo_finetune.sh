@@ -33,7 +33,7 @@ if ! "$PY" scripts/run_classifier.py --task_name=docstring-source \
   echo "demo_finetune: run_classifier.py failed (full log: $OUT/run_classifier.log)" >&2
   exit 1
 fi
-grep -E "examples from|baseline accuracy|step [0-9]+:|Restored|SavedModel" "$OUT/run_classifier.log" \
+grep -E "examples from|baseline accuracy|step [0-9]+:|Restored|SavedModel for" "$OUT/run_classifier.log" \
   | sed -E 's/^[IWE][0-9]{4} [0-9:.]+ +[0-9]+ [a-z_]+\.py:[0-9]+\] //'
 
 "$PY" - "$OUT/run/eval_results.json" <<'PYEOF'
@@ -46,7 +46,7 @@ PYEOF
 
 VERSION_DIR="$OUT/serving/1"  # $OUT was emptied above, so this run exported version 1
 echo "== Serving $VERSION_DIR in a fresh process (tensorflow + tensorflow_text only) =="
-TF_CPP_MIN_LOG_LEVEL=2 "$PY" - "$VERSION_DIR" <<'PYEOF'
+if ! TF_CPP_MIN_LOG_LEVEL=2 "$PY" - "$VERSION_DIR" 2> "$OUT/serve.log" <<'PYEOF'
 import sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SentencePiece ops TF Serving links)
@@ -59,3 +59,8 @@ out = model.signatures["serving_default"](text=tf.constant(texts))
 for text, name, probs in zip(texts, out["label_name"].numpy(), out["probabilities"].numpy()):
     print(f"{name.decode():>10}  p={probs.max():.2f}  {text[:70]!r}")
 PYEOF
+then
+  cat "$OUT/serve.log" >&2
+  echo "demo_finetune: loading the export failed" >&2
+  exit 1
+fi

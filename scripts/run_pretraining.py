@@ -79,22 +79,14 @@ flags.mark_flags_as_required(["input_file", "output_dir"])
 
 
 def params_from_flags():
+    """PretrainingParams from the flags (every field has a flag of the same name)."""
+    import dataclasses
+
     from albert_tf.train.runner import PretrainingParams
 
-    return PretrainingParams(
-        input_file=F.input_file, output_dir=F.output_dir, albert_config_file=F.albert_config_file,
-        preset=F.preset, init_checkpoint=F.init_checkpoint, init_from_group0=F.init_from_group0,
-        spm_model_file=F.spm_model_file, max_seq_length=F.max_seq_length,
-        max_predictions_per_seq=F.max_predictions_per_seq, dynamic_masking=F.dynamic_masking,
-        train_batch_size=F.train_batch_size, eval_batch_size=F.eval_batch_size, optimizer=F.optimizer,
-        learning_rate=F.learning_rate, poly_power=F.poly_power, num_train_steps=F.num_train_steps,
-        num_warmup_steps=F.num_warmup_steps, start_warmup_step=F.start_warmup_step,
-        clip_norm=F.clip_norm, weight_decay_rate=F.weight_decay_rate,
-        save_checkpoints_steps=F.save_checkpoints_steps, keep_checkpoint_max=F.keep_checkpoint_max,
-        steps_per_loop=F.steps_per_loop, eval_input_files=F.eval_input_files,
-        eval_every_steps=F.eval_every_steps, max_eval_steps=F.max_eval_steps, strategy=F.strategy,
-        tpu=F.tpu, logical_cpus=F.logical_cpus, precision=F.precision, jit_compile=F.jit_compile,
-        seed=None if F.seed < 0 else F.seed, input_resume=F.input_resume, export=F.export)
+    values = {field.name: getattr(F, field.name) for field in dataclasses.fields(PretrainingParams)}
+    values["seed"] = None if F.seed < 0 else F.seed
+    return PretrainingParams(**values)
 
 
 def main(argv):

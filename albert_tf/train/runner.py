@@ -369,11 +369,15 @@ def run_pretraining(params, strategy=None):
         strategy = strategy_lib.create_strategy(params.strategy, tpu=params.tpu,
                                                 logical_cpus=params.logical_cpus)
     check_batch_sizes(params, strategy)
+    previous_policy = keras.config.dtype_policy()
     set_precision(params.precision)
     if params.seed is not None:
         keras.utils.set_random_seed(params.seed)
     tf.io.gfile.makedirs(params.output_dir)
-    runner = _Runner(params, strategy)
+    try:
+        runner = _Runner(params, strategy)
+    finally:
+        keras.config.set_dtype_policy(previous_policy)  # the model keeps its own policy
     try:
         runner.restore_or_warm_start()
         eval_dataset = None

@@ -142,3 +142,15 @@ def test_run_resume_warm_start_from_training_checkpoint(records, tmp_path):
     warm_start(target, out, lambda c: PretrainingTask(c).build_model())
     final = {v.path: v.numpy() for v in first["model"].variables}
     assert max(np.abs(v.numpy() - final[v.path]).max() for v in target.variables) == 0.0
+
+
+def test_mixed_bfloat16_run(records, tmp_path):
+    import keras
+
+    result = runner.run_pretraining(_params(records, str(tmp_path), precision="mixed_bfloat16",
+                                            num_train_steps=2))
+    model = result["model"]
+    assert model.dtype_policy.name == "mixed_bfloat16"
+    assert all(v.dtype == "float32" for v in model.trainable_variables)
+    assert np.isfinite(result["train"]["loss"]) and result["global_step"] == 2
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is restored

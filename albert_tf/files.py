@@ -3,13 +3,13 @@ import json
 import os
 import uuid
 
-import tensorflow as tf
-
 
 def read_json(path):
     """The JSON object in `path` (local or gs://), or a ValueError naming the file and line."""
+    import tensorflow as tf  # imported on use: worker processes that only write JSON stay light
+
     if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"Config file not found: {path}")
+        raise FileNotFoundError(f"File not found: {path}")
     with tf.io.gfile.GFile(path, "r") as f:
         text = f.read()
     try:
@@ -23,6 +23,8 @@ def read_json(path):
 
 def write_atomic(path, data):
     """Writes bytes or text to `path` through a temporary file and a rename."""
+    import tensorflow as tf
+
     tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     with tf.io.gfile.GFile(tmp, "wb" if isinstance(data, bytes) else "w") as f:
         f.write(data)
@@ -30,4 +32,5 @@ def write_atomic(path, data):
 
 
 def write_json(path, values):
+    """Writes `values` as indented, key-sorted JSON, atomically."""
     write_atomic(path, json.dumps(values, indent=2, sort_keys=True) + "\n")

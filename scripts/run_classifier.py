@@ -115,7 +115,8 @@ def main(argv):
     from albert_tf.models import io
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.models.classifier import AlbertClassifier
-    from albert_tf.models.metrics import TaskEvaluator, majority_baseline, write_json_atomic
+    from albert_tf.files import write_json
+    from albert_tf.models.metrics import TaskEvaluator, majority_baseline
     from albert_tf.models.preprocessor import AlbertPreprocessor
     from albert_tf.train.strategy import create_strategy, is_tpu
     from albert_tf.train.task import set_precision
@@ -204,7 +205,7 @@ def main(argv):
         evaluator.record(step=0)
 
     model.save(os.path.join(FLAGS.output_dir, "classifier.keras"))
-    write_json_atomic(os.path.join(FLAGS.output_dir, "finetune.json"), {
+    write_json(os.path.join(FLAGS.output_dir, "finetune.json"), {
         "task": task.name, "pair": task.is_pair, "labels": list(task.labels or []) or None,
         "regression": task.is_regression,
         "preprocessor": keras.saving.serialize_keras_object(preprocessor)})

@@ -23,11 +23,12 @@ import concurrent.futures
 import dataclasses
 import multiprocessing
 import time
-from typing import Dict, Iterable, Iterator, List, Optional
+from typing import Iterable, Iterator, List, Optional
 
 from absl import logging
 
 from albert_tf.data import instances as instances_lib
+from albert_tf import files
 from albert_tf.data import masking, schema, writer as writer_lib
 
 _LOG_EVERY_SECONDS = 10.0
@@ -275,7 +276,7 @@ def create_from_documents(document_source, output_paths: List[str], tokenizer_fa
                  100 * summary["masked_fraction"], 100 * summary["label_1_fraction"], len(output_paths),
                  elapsed, summary["instances_per_second"], summary["skipped_documents"] or "none")
     if summary_file:
-        writer_lib.write_json_atomic(summary_file, summary)
+        files.write_json(summary_file, summary)
     return summary
 
 
@@ -318,6 +319,6 @@ def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, low
     summary["input"] = input_spec if isinstance(input_spec, str) else ",".join(input_spec)
     if write_summary:
         path = writer_lib.summary_path(output_file, num_output_shards)
-        writer_lib.write_json_atomic(path, summary)
+        files.write_json(path, summary)
         logging.info("Summary written to %s", path)
     return summary

@@ -17,11 +17,13 @@ import dataclasses
 import io
 import json
 import os
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
+
+from albert_tf import files
 
 Column = Union[str, int]
 
@@ -593,14 +595,7 @@ def write_predictions(model, examples, preprocessor, task, output_dir, batch_siz
         probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
         results = ["\t".join(f"{p:.6f}" for p in row) for row in probabilities]
         submit = [task.labels[i] for i in probabilities.argmax(axis=-1)]
-    _write_lines(os.path.join(output_dir, "test_results.tsv"), results)
-    _write_lines(os.path.join(output_dir, "submit_results.tsv"),
-                 ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(submit)])
+    files.write_atomic(os.path.join(output_dir, "test_results.tsv"), "\n".join(results) + "\n")
+    submit_lines = ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(submit)]
+    files.write_atomic(os.path.join(output_dir, "submit_results.tsv"), "\n".join(submit_lines) + "\n")
     logging.info("Wrote %d test predictions to %s", len(examples), output_dir)
-
-
-def _write_lines(path, lines):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    tf.io.gfile.rename(tmp, path, overwrite=True)

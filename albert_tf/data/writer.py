@@ -5,7 +5,6 @@
 >>> sorted(out)
 [0, 1, 2, 3, 4]
 """
-import json
 import random
 import uuid
 from typing import Iterable, Iterator, List
@@ -128,14 +127,3 @@ class ShardedRecordWriter:
         if not self._done:
             self.abort()
         return False
-
-
-def write_json_atomic(path: str, data: dict) -> None:
-    """json.dump to a temp file, then rename (gs:// works)."""
-    import tensorflow as tf
-
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    tf.io.gfile.rename(tmp, path, overwrite=True)

@@ -10,7 +10,6 @@ one checkpoint interval), computes the task's metrics, appends them to `eval_res
 >>> compute_metrics(["accuracy", "f1"], np.array([1, 0, 1, 1]), np.array([1, 0, 0, 1]))
 {'accuracy': 0.75, 'f1': 0.8}
 """
-import json
 import math
 import os
 import time
@@ -21,6 +20,8 @@ import tensorflow as tf
 from absl import logging
 
 import keras
+
+from albert_tf import files
 
 
 def accuracy(predictions, labels):
@@ -124,14 +125,6 @@ def _average_ranks(values):
     return ranks
 
 
-def write_json_atomic(path, obj):
-    """Writes `obj` as indented JSON to `path` (local or gs://) through a temp file and rename."""
-    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
-    tf.io.gfile.rename(tmp, path, overwrite=True)
-
-
 class TaskEvaluator(keras.callbacks.Callback):
     """Scores a classifier on a dev set at the end of every epoch and keeps the best weights.
 
@@ -209,7 +202,7 @@ class TaskEvaluator(keras.callbacks.Callback):
                      ", ".join(f"{k}={results[k]:.4f}" for k in self.metric_names),
                      time.time() - start, " new best" if improved else "")
         if self.output_dir:
-            write_json_atomic(os.path.join(self.output_dir, "eval_results.json"),
+            files.write_json(os.path.join(self.output_dir, "eval_results.json"),
                               {"best": self.best, **self.baseline, "history": self.history})
         return results
 

@@ -1,5 +1,4 @@
 """tf.data pipelines: static shapes, original-tool records, host sharding, dynamic masking."""
-import numpy as np
 import pytest
 import tensorflow as tf
 

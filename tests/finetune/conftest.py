@@ -18,6 +18,12 @@ def sentence_task(corpus_file, limit=256):
 
 
 @pytest.fixture(scope="session")
+def make_sentence_task(corpus_file):
+    """`sentence_task` on the shared corpus, as a fixture (conftest modules are not importable)."""
+    return lambda limit=256: sentence_task(corpus_file, limit)
+
+
+@pytest.fixture(scope="session")
 def preprocessor(spm_model_file):
     import keras
 
@@ -32,8 +38,6 @@ def preprocessor(spm_model_file):
 @pytest.fixture(scope="session")
 def trained(preprocessor, corpus_file):
     """(classifier, texts, labels, history) after a short fit on the corpus task."""
-    import keras
-
     from albert_tf.config import AlbertConfig
     from albert_tf.data.tasks import Examples, make_dataset
     from albert_tf.models.backbone import AlbertModel

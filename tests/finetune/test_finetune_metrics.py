@@ -1,5 +1,4 @@
 """Task metrics against hand-computed values (no scipy/sklearn)."""
-import json
 import math
 
 import numpy as np
@@ -45,11 +44,3 @@ def test_compute_metrics_and_errors():
         metrics.compute_metrics(["auc"], [1], [1])
     with pytest.raises(ValueError, match=r"predictions \(2\) and labels \(3\)"):
         metrics.accuracy([1, 0], [1, 0, 1])
-
-
-def test_write_json_atomic(tmp_path):
-    path = str(tmp_path / "eval_results.json")
-    metrics.write_json_atomic(path, {"a": 1})
-    metrics.write_json_atomic(path, {"a": 2})
-    assert json.loads(open(path).read()) == {"a": 2}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["eval_results.json"]

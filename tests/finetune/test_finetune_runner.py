@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 
-from conftest import sentence_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -15,8 +14,8 @@ def _run(args, timeout=600):
                           timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
 
 
-def test_mirrored_fit_eval_export(tmp_path, corpus_file, spm_model_file):
-    texts, labels = sentence_task(corpus_file, limit=96)
+def test_mirrored_fit_eval_export(tmp_path, make_sentence_task, spm_model_file):
+    texts, labels = make_sentence_task(limit=96)
     with open(tmp_path / "train.tsv", "w") as f:
         f.write("sentence\tlabel\n" + "".join(f"{t}\t{'yes' if y else 'no'}\n"
                                               for t, y in zip(texts[:64], labels[:64])))

@@ -68,7 +68,7 @@ header 3/5 "Pretraining data: SOP pairs with n-gram masking, sequence length 128
 run "$OUT/logs/data_train.log" "Wrote [0-9]+ instances" \
   "$PY" scripts/create_pretraining_data.py --input_file="$OUT/corpus/train.txt" \
   --output_file="$OUT/data/train.tfrecord" --spm_model_file="$OUT/spm/spm.model" \
-  --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=2 --random_seed=12345
+  --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=1 --random_seed=12345
 run "$OUT/logs/data_heldout.log" "Wrote [0-9]+ instances" \
   "$PY" scripts/create_pretraining_data.py --input_file="$OUT/corpus/heldout.txt" \
   --output_file="$OUT/data/heldout.tfrecord" --spm_model_file="$OUT/spm/spm.model" \

@@ -1,4 +1,4 @@
-"""Checkpoints for the pretraining loop: chief-aware saving, exact resume, preemption, atomic JSON.
+"""Checkpoints for the pretraining loop: chief-aware saving, exact resume, preemption.
 
 * `Checkpointer` wraps `tf.train.CheckpointManager` over {model, optimizer} (the optimizer holds
   the global step, its `iterations`). The chief writes to `directory` (any gs:// path); other
@@ -9,7 +9,6 @@
   restored step (see `albert_tf.train.runner`).
 * `PreemptionWatcher` turns SIGTERM (how Cloud TPU / GKE / Slurm announce preemption) into a
   flag the loop checks between loops; the runner then saves and exits.
-* `write_json_atomic` writes to a temporary file and renames it (works on gs:// too).
 
 >>> import keras, tensorflow as tf, tempfile
 >>> from albert_tf.optim import Lamb
@@ -21,13 +20,11 @@ True
 >>> keeper.save().endswith("ckpt-0")
 True
 """
-import json
 import os
 import shutil
 import signal
 import tempfile
 import threading
-import uuid
 
 import tensorflow as tf
 from absl import logging
@@ -83,19 +80,6 @@ class Checkpointer:
     def close(self):
         if not self.chief and os.path.isdir(self._write_dir):
             shutil.rmtree(self._write_dir, ignore_errors=True)
-
-
-def write_text_atomic(path, text):
-    """Writes `text` to `path` via a temporary file and a rename (gs:// allowed)."""
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(text)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
-
-
-def write_json_atomic(path, value):
-    """Writes `value` as indented JSON to `path` atomically."""
-    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 class PreemptionWatcher:

@@ -36,6 +36,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import files
 from albert_tf.config import AlbertConfig, list_presets
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
 from albert_tf.train import checkpointing, strategy as strategy_lib, summaries
@@ -337,7 +338,7 @@ class _Runner:
             metrics = self._evaluate(eval_dataset)
             result["eval"] = metrics
             if self.chief:
-                checkpointing.write_json_atomic(os.path.join(p.output_dir, "eval_results.json"), metrics)
+                files.write_json(os.path.join(p.output_dir, "eval_results.json"), metrics)
         if p.export and self.chief:
             from albert_tf.models import io
 

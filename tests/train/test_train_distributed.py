@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from conftest import REPO, checkpoint_values, max_difference, run_script, tiny_flags
+from train_support import REPO, checkpoint_values, max_difference, run_script, tiny_flags
 
 STEPS = 4
 

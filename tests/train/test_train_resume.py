@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.train import runner
-from conftest import PRED, SEQ, checkpoint_values, max_difference, run_script, tiny_flags
+from train_support import PRED, SEQ, checkpoint_values, max_difference, run_script, tiny_flags
 
 STEPS = 24
 COMMON = dict(num_train_steps=STEPS, num_warmup_steps=4, save_checkpoints_steps=4, steps_per_loop=1,

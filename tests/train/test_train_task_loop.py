@@ -10,7 +10,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.train import runner
 from albert_tf.train.task import PretrainingTask
 from albert_tf.train.warm_start import copy_weights, warm_start
-from conftest import PRED, SEQ, checkpoint_values
+from train_support import PRED, SEQ, checkpoint_values
 
 
 def _log_softmax(x):

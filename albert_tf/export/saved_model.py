@@ -132,6 +132,16 @@ def _serving_preprocessor(preprocessor, dynamic_padding):
     return preprocessor.with_padding(dynamic_padding)
 
 
+def _start_archive(model, preprocessor, dynamic_padding):
+    """(float32 copy of `model`, serving preprocessor, ExportArchive tracking both)."""
+    model = float32_copy(model)
+    pre = _serving_preprocessor(preprocessor, dynamic_padding)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(pre)
+    return model, pre, archive
+
+
 def _description(kind, preprocessor, pair, signatures, **extra):
     return {"kind": kind, "signatures": signatures, "pair": pair,
             "seq_length": preprocessor.seq_length, "lower_case": preprocessor.lower_case,
@@ -153,11 +163,7 @@ def export_classifier(classifier, preprocessor, export_dir, pair=False, version=
         dynamic_padding: pad each request batch to its longest text instead of seq_length.
         write_warmup: True, False, or "auto" (write when tensorflow-serving-api is installed).
     """
-    model = float32_copy(classifier)
-    pre = _serving_preprocessor(preprocessor, dynamic_padding)
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(pre)
+    model, pre, archive = _start_archive(classifier, preprocessor, dynamic_padding)
     head = _classifier_body(model)
     archive.add_endpoint("serving_default", *_text_endpoint(pre, pair, head))
     archive.add_endpoint("predict_ids", *_ids_endpoint(head))
@@ -175,11 +181,7 @@ def export_backbone(backbone, preprocessor, export_dir, pair=False, version=None
     Outputs: pooled_output [B, H], sequence_output [B, S, H] and input_mask [B, S] (to average
     over real tokens). Arguments as in `export_classifier`.
     """
-    model = float32_copy(backbone)
-    pre = _serving_preprocessor(preprocessor, dynamic_padding)
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(pre)
+    model, pre, archive = _start_archive(backbone, preprocessor, dynamic_padding)
     body = _encode_body(model)
     archive.add_endpoint("serving_default", *_text_endpoint(pre, pair, body))
     archive.add_endpoint("encode_ids", *_ids_endpoint(body))

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 3 ]; then
-  sed -n '5,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '5,10p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 DATA=$1 SPM=$2 OUT=$3

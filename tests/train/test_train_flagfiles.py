@@ -8,13 +8,13 @@ import subprocess
 import sys
 import textwrap
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from train_support import REPO
 
 # Loads a script as a module, parses each flagfile with the script's own flags plus the
 # command-line flags its header asks for, runs the script's validation, prints the parsed values.
 _CHECK = textwrap.dedent("""
     import importlib.util, json, sys
-    from absl import app, flags
+    from absl import flags
     script, extra, paths = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
     spec = importlib.util.spec_from_file_location("script", script)
     module = importlib.util.module_from_spec(spec)

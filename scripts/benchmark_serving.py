@@ -65,11 +65,12 @@ def _serving(path, texts):
 
 
 def _finetune(model, preprocessor, texts):
-    from albert_tf.data.tasks import Examples, make_dataset
+    from albert_tf.finetune.inputs import train_dataset
+    from albert_tf.finetune.task import Features
 
     labels = np.arange(len(texts), dtype=np.int32) % 2
-    dataset = make_dataset(Examples(texts, labels=labels), preprocessor, FLAGS.train_batch_size,
-                           training=True, seed=0)
+    features = Features({"text": np.asarray(texts, dtype=object)}, labels)
+    dataset = train_dataset(features, FLAGS.train_batch_size, seed=0, transform=preprocessor)
     model.fit(dataset, epochs=1, steps_per_epoch=1, verbose=0)  # trace + warm up
     start = time.perf_counter()
     model.fit(dataset, epochs=1, steps_per_epoch=FLAGS.train_steps, verbose=0)

@@ -13,8 +13,22 @@ A Hugging Face directory (config.json + model.safetensors) to albert_tf, and bac
     python scripts/convert_checkpoint.py --source_format=albert_tf --input=albert_base_v2 \\
         --target_format=huggingface --output_dir=albert_base_v2_hf
 
-`albert_tf.load(output_dir)` reads an albert_tf output directory.
+A fine-tuned Hugging Face AlbertForSequenceClassification or AlbertForTokenClassification
+directory becomes an albert_tf head directory (model.keras, an AlbertClassifier or
+AlbertTokenClassifier, beside its backbone directory), and back:
+
+    python scripts/convert_checkpoint.py --source_format=huggingface --input=albert-mnli \
+        --output_dir=albert_mnli
+    python scripts/convert_checkpoint.py --source_format=albert_tf --input=albert_mnli \
+        --target_format=huggingface --output_dir=albert_mnli_hf
+
+`albert_tf.load(output_dir)` reads an albert_tf output directory;
+`keras.saving.load_model(output_dir + "/model.keras")` a fine-tuned one. Errors are one line on
+stderr with exit code 1.
 """
+import os
+import sys
+
 from absl import app, flags
 
 from albert_tf.convert.checkpoint import SOURCE_FORMATS, TARGET_FORMATS
@@ -24,13 +38,15 @@ FLAGS = flags.FLAGS
 flags.DEFINE_enum("source_format", None, list(SOURCE_FORMATS),
                   "original: a TF1 checkpoint prefix (or its directory) + albert_config.json; "
                   "huggingface: a directory with config.json + model.safetensors; albert_tf: a "
-                  "directory written by albert_tf.save.")
+                  "directory written by albert_tf.save, or one with a fine-tuned model.keras.")
 flags.DEFINE_string("input", None, "The checkpoint prefix or directory to convert.")
 flags.DEFINE_string("config_file", None, "The original albert_config.json (source_format="
                     "original; default: albert_config.json beside the checkpoint).")
 flags.DEFINE_enum("target_format", "albert_tf", list(TARGET_FORMATS),
-                  "albert_tf (for albert_tf.load), huggingface (AlbertForPreTraining layout) or "
-                  "original (a TF1 checkpoint + albert_config.json).")
+                  "albert_tf (for albert_tf.load; fine-tuned heads add model.keras), "
+                  "huggingface (AlbertForPreTraining layout; fine-tuned heads as "
+                  "AlbertForSequenceClassification / AlbertForTokenClassification) or original "
+                  "(a TF1 checkpoint + albert_config.json; pretraining models only).")
 flags.DEFINE_string("output_dir", None, "Where to write the converted model.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model stored with the converted "
                     "model (target_format=albert_tf).")
@@ -73,10 +89,15 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     from albert_tf.convert.checkpoint import convert_checkpoint
 
-    convert_checkpoint(FLAGS.source_format, FLAGS.input, FLAGS.output_dir,
-                       target_format=FLAGS.target_format, config_file=FLAGS.config_file,
-                       spm_model_file=FLAGS.spm_model_file,
-                       ignore_variables=FLAGS.ignore_variables)
+    try:
+        convert_checkpoint(FLAGS.source_format, FLAGS.input, FLAGS.output_dir,
+                           target_format=FLAGS.target_format, config_file=FLAGS.config_file,
+                           spm_model_file=FLAGS.spm_model_file,
+                           ignore_variables=FLAGS.ignore_variables)
+    except (ValueError, TypeError, FileNotFoundError) as e:  # ConversionError is a ValueError
+        message = " ".join(str(e).split()) or type(e).__name__
+        print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

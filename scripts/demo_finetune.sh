@@ -33,15 +33,17 @@ if ! "$PY" scripts/run_classifier.py --task_name=docstring-source \
   echo "demo_finetune: run_classifier.py failed (full log: $OUT/run_classifier.log)" >&2
   exit 1
 fi
-grep -E "examples from|baseline accuracy|step [0-9]+:|Restored|SavedModel for" "$OUT/run_classifier.log" \
+grep -E "examples from|dev majority|eval at step|Loaded the best|SavedModel for" "$OUT/run_classifier.log" \
   | sed -E 's/^[IWE][0-9]{4} [0-9:.]+ +[0-9]+ [a-z_]+\.py:[0-9]+\] //'
 
 "$PY" - "$OUT/run/eval_results.json" <<'PYEOF'
 import json, sys
 results = json.load(open(sys.argv[1]))
 best = results["best"]
-print(f"held-out accuracy {best['value']:.3f} (step {best['step']}) vs majority-class baseline "
-      f"{results['majority_baseline']:.3f} on {results['history'][-1]['eval_num_examples']} dev examples")
+base = results["baselines"]
+print(f"held-out accuracy {best['value']:.3f} (step {best['step']}) vs {base['dev_majority_class_rate']:.3f} "
+      f"for always answering the dev set's majority class ({base['dev_majority_class']!r}) on "
+      f"{results['history'][-1]['eval_num_examples']} dev examples")
 PYEOF
 
 VERSION_DIR="$OUT/serving/1"  # $OUT was emptied above, so this run exported version 1

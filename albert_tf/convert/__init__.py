@@ -5,6 +5,12 @@
 >>> to_huggingface(pretrainer, "albert_base_hf/")  # doctest: +SKIP
 >>> from_huggingface("albert_base_hf/").backbone  # doctest: +SKIP
 
+Fine-tuned Hugging Face heads (AlbertForSequenceClassification, AlbertForTokenClassification):
+
+>>> from albert_tf.convert import head_model_from_huggingface, head_model_to_huggingface
+>>> classifier = head_model_from_huggingface("albert_mnli_hf/")  # doctest: +SKIP
+>>> head_model_to_huggingface(classifier, "albert_mnli_hf_again/")  # doctest: +SKIP
+
 Each converter is a flat table of (source name -> our variable, transform) in
 `albert_tf.convert.names`; `albert_tf.convert.weights` applies a table with full checks.
 """
@@ -14,6 +20,8 @@ _EXPORTS = {
     "to_original": "albert_tf.convert.original",
     "from_huggingface": "albert_tf.convert.huggingface",
     "to_huggingface": "albert_tf.convert.huggingface",
+    "head_model_from_huggingface": "albert_tf.convert.huggingface",
+    "head_model_to_huggingface": "albert_tf.convert.huggingface",
     "ConversionError": "albert_tf.convert.weights",
 }
 __all__ = sorted(_EXPORTS)

@@ -3,16 +3,101 @@
 >>> from albert_tf.convert.checkpoint import convert_checkpoint
 >>> convert_checkpoint("original", "albert_base/model.ckpt-best", "albert_base_tf2",
 ...                    spm_model_file="albert_base/30k-clean.model")  # doctest: +SKIP
+
+Fine-tuned heads (`AlbertClassifier`, `AlbertTokenClassifier`) convert between a Hugging Face
+AlbertForSequenceClassification / AlbertForTokenClassification directory and an albert_tf head
+directory: `model.keras` (the whole model, as the fine-tuning runner saves it) beside the
+backbone directory that `albert_tf.models.io.save` writes (config.json, backbone.weights.h5,
+optionally spm.model), so `AlbertClassifier.from_pretrained(directory)` can also start from it.
 """
+import os
+import shutil
+import tempfile
+import uuid
+
 from absl import logging
 
 SOURCE_FORMATS = ("original", "huggingface", "albert_tf")
 TARGET_FORMATS = ("albert_tf", "huggingface", "original")
+HEAD_MODEL_FILE = "model.keras"  # the file name albert_tf.finetune.runner saves too
+
+
+def head_model_file(path):
+    """The `.keras` file of a saved head model at `path` (the file or its directory), or None."""
+    import tensorflow as tf
+
+    if path.endswith(".keras"):
+        return path if tf.io.gfile.exists(path) else None
+    candidate = f"{path.rstrip('/')}/{HEAD_MODEL_FILE}"
+    return candidate if tf.io.gfile.exists(candidate) else None
+
+
+def load_head_model(path):
+    """The `AlbertClassifier` / `AlbertTokenClassifier` saved at `path` (a .keras file or a
+    directory holding model.keras), uncompiled."""
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.models import classifier, token_classifier  # noqa: F401  (registers them)
+    from albert_tf.models.head_model import AlbertHeadModel
+
+    keras_file = head_model_file(path)
+    if keras_file is None:
+        raise FileNotFoundError(f"No {HEAD_MODEL_FILE} at {path}")
+    local = tempfile.mkdtemp(prefix="albert_tf_head_")
+    try:
+        if not os.path.exists(keras_file):  # Keras reads local files: copy gs:// ones first
+            copy = os.path.join(local, HEAD_MODEL_FILE)
+            tf.io.gfile.copy(keras_file, copy)
+            keras_file = copy
+        model = keras.saving.load_model(keras_file, compile=False)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+    if not isinstance(model, AlbertHeadModel):
+        raise ValueError(f"{path}: {HEAD_MODEL_FILE} holds a {type(model).__name__}, not an "
+                         f"AlbertClassifier or AlbertTokenClassifier")
+    return model
+
+
+def save_head_model(model, directory, spm_model_file=None):
+    """Writes a head model as `directory/model.keras` plus its backbone directory (io.save)."""
+    import tensorflow as tf
+
+    from albert_tf.models import io
+
+    io.save(model.backbone, directory, spm_model_file=spm_model_file)
+    local = tempfile.mkdtemp(prefix="albert_tf_head_")
+    try:
+        model.save(os.path.join(local, HEAD_MODEL_FILE))
+        target = f"{directory.rstrip('/')}/{HEAD_MODEL_FILE}"
+        tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+        tf.io.gfile.copy(os.path.join(local, HEAD_MODEL_FILE), tmp, overwrite=True)
+        tf.io.gfile.rename(tmp, target, overwrite=True)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+    logging.info("Saved %s (%s and its backbone) to %s", type(model).__name__, HEAD_MODEL_FILE,
+                 directory)
+
+
+def _is_huggingface_head(path, ignore_variables):
+    """Whether `path` is an HF fine-tuned head to keep (its classifier is not ignored)."""
+    import re
+
+    from albert_tf.convert.huggingface import HEAD_ARCHITECTURES, huggingface_architecture
+
+    if huggingface_architecture(path) not in HEAD_ARCHITECTURES:
+        return False
+    return not any(re.search(p, "classifier.weight") for p in ignore_variables)
 
 
 def read_model(source_format, path, config_file=None, ignore_variables=()):
-    """An AlbertPretrainer from an original TF1 checkpoint, an HF directory or an albert_tf directory."""
-    from albert_tf.convert.huggingface import from_huggingface
+    """The model in an original TF1 checkpoint, an HF directory or an albert_tf directory.
+
+    An AlbertPretrainer, or for fine-tuned heads (an HF AlbertForSequenceClassification /
+    AlbertForTokenClassification whose classifier is not ignored, an albert_tf directory or file
+    with model.keras) an AlbertClassifier / AlbertTokenClassifier.
+    """
+    from albert_tf.convert.huggingface import from_huggingface, head_model_from_huggingface
     from albert_tf.convert.original import from_original
 
     if source_format == "original":
@@ -21,40 +106,57 @@ def read_model(source_format, path, config_file=None, ignore_variables=()):
         raise ValueError(f"A config file is read from the {source_format} directory itself; "
                          f"config_file applies to source_format='original' only")
     if source_format == "huggingface":
+        if _is_huggingface_head(path, ignore_variables):
+            return head_model_from_huggingface(path, ignore_variables=ignore_variables)
         return from_huggingface(path, ignore_variables=ignore_variables)
     if source_format == "albert_tf":
         if ignore_variables:
             raise ValueError("ignore_variables applies to original and huggingface sources only")
+        if head_model_file(path) is not None:
+            return load_head_model(path)
         from albert_tf.models import io
         return io.load(path)
     raise ValueError(f"Unknown source format {source_format!r}; expected one of {SOURCE_FORMATS}")
 
 
-def write_model(pretrainer, target_format, output_dir, spm_model_file=None):
-    """Writes `pretrainer` as an albert_tf directory, an HF directory or an original TF1 checkpoint."""
-    from albert_tf.convert.huggingface import to_huggingface
+def write_model(model, target_format, output_dir, spm_model_file=None):
+    """Writes `model` (a pretrainer or a head model) as an albert_tf directory, an HF directory
+    or (pretrainers only) an original TF1 checkpoint."""
+    from albert_tf.convert.huggingface import head_model_to_huggingface, to_huggingface
     from albert_tf.convert.original import to_original
+    from albert_tf.models.head_model import AlbertHeadModel
 
     if target_format not in TARGET_FORMATS:
-        raise ValueError(f"Unknown target format {target_format!r}; expected one of {TARGET_FORMATS}")
+        raise ValueError(f"Unknown target format {target_format!r}; expected one of "
+                         f"{TARGET_FORMATS}")
     if spm_model_file is not None and target_format != "albert_tf":
         raise ValueError("spm_model_file is stored with target_format='albert_tf' only")
-    if target_format == "albert_tf":
+    if isinstance(model, AlbertHeadModel):
+        if target_format == "albert_tf":
+            save_head_model(model, output_dir, spm_model_file=spm_model_file)
+        elif target_format == "huggingface":
+            head_model_to_huggingface(model, output_dir)
+        else:
+            raise ValueError(f"A fine-tuned {type(model).__name__} cannot be written as an "
+                             f"original TF1 checkpoint (pretraining models only); convert it to "
+                             f"albert_tf or huggingface")
+    elif target_format == "albert_tf":
         from albert_tf.models import io
-        io.save(pretrainer, output_dir, spm_model_file=spm_model_file)
+        io.save(model, output_dir, spm_model_file=spm_model_file)
     elif target_format == "huggingface":
-        to_huggingface(pretrainer, output_dir)
+        to_huggingface(model, output_dir)
     else:
-        to_original(pretrainer, output_dir)
+        to_original(model, output_dir)
 
 
 def convert_checkpoint(source_format, input_path, output_dir, target_format="albert_tf",
                        config_file=None, spm_model_file=None, ignore_variables=()):
-    """Reads `input_path` in `source_format` and writes `output_dir` in `target_format`."""
+    """Reads `input_path` in `source_format`, writes `output_dir` in `target_format`, returns the
+    model (an AlbertPretrainer, or an AlbertClassifier / AlbertTokenClassifier)."""
     if source_format == target_format:
         raise ValueError(f"source and target format are both {source_format!r}: nothing to convert")
-    pretrainer = read_model(source_format, input_path, config_file, ignore_variables)
-    write_model(pretrainer, target_format, output_dir, spm_model_file)
+    model = read_model(source_format, input_path, config_file, ignore_variables)
+    write_model(model, target_format, output_dir, spm_model_file)
     logging.info("Converted %s (%s) to %s (%s)", input_path, source_format, output_dir,
                  target_format)
-    return pretrainer
+    return model

@@ -5,6 +5,11 @@ Import reads the AlbertModel layout (no prefix, no heads), AlbertForMaskedLM ("a
 table `names.HUGGINGFACE`. Export writes the AlbertForPreTraining layout. In an HF config.json
 "gelu" is the exact erf GELU and "gelu_new" the tanh one; `AlbertConfig` keeps that apart.
 
+Fine-tuned heads: `head_model_from_huggingface` reads AlbertForSequenceClassification (into an
+`AlbertClassifier`) and AlbertForTokenClassification (into an `AlbertTokenClassifier`) through
+`names.HUGGINGFACE_CLASSIFIER` (the same backbone rows plus `classifier.*`), and
+`head_model_to_huggingface` writes them back with their labels (id2label / label2id).
+
 HF always has the E -> H projection (`embedding_hidden_mapping_in`); ours exists only when
 E != H. A checkpoint with E == H therefore converts only if that projection is the identity
 with zero bias (exactly what `to_huggingface` writes for such a model); any other E == H
@@ -35,6 +40,11 @@ _WORD_TABLE = "albert.embeddings.word_embeddings.weight"
 _EXPORT_EXTRAS = dict(model_type="albert", architectures=["AlbertForPreTraining"],
                       position_embedding_type="absolute", classifier_dropout_prob=0.1,
                       pad_token_id=0, bos_token_id=2, eos_token_id=3)
+SEQUENCE_CLASSIFICATION = "AlbertForSequenceClassification"
+TOKEN_CLASSIFICATION = "AlbertForTokenClassification"
+HEAD_ARCHITECTURES = (SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION)
+_CLASSIFIER = ("classifier.weight", "classifier.bias")
+_POOLER = tuple(r.source for r in names.HUGGINGFACE_CLASSIFIER if r.part == "pooler")
 
 
 def read_huggingface_config(path):
@@ -150,14 +160,144 @@ def from_huggingface(directory, ignore_variables=()):
     config_path = os.path.join(directory, CONFIG_FILE)
     config = read_huggingface_config(config_path)
     checkpoint = read_huggingface_checkpoint(directory, config)
-    patterns = [re.compile(p) for p in ignore_variables]
-    ignored = names.HUGGINGFACE_IGNORED + tuple(
-        re.compile("^" + re.escape(name) + "$") for name in checkpoint.shapes
-        if any(p.search(checkpoint.display(name)) for p in patterns))
+    ignored = _ignored(checkpoint, ignore_variables)
+    architecture = huggingface_architecture(directory)
+    if architecture in HEAD_ARCHITECTURES and not _is_ignored(_CLASSIFIER[0], ignored):
+        raise ConversionError(
+            f"{directory} holds an {architecture} (a fine-tuned classifier head); read it with "
+            f"head_model_from_huggingface, or pass ignore_variables=[r'^classifier\\.'] to take "
+            f"its backbone only")
     pretrainer = AlbertPretrainer(AlbertModel(config))
     load_weights(pretrainer, checkpoint, names.HUGGINGFACE, ignored=ignored,
                  config_source=config_path)
     return pretrainer
+
+
+def _ignored(checkpoint, ignore_variables):
+    """The format's ignore list plus exact patterns for the names `ignore_variables` match."""
+    patterns = [re.compile(p) for p in ignore_variables]
+    return names.HUGGINGFACE_IGNORED + tuple(
+        re.compile("^" + re.escape(name) + "$") for name in checkpoint.shapes
+        if any(p.search(checkpoint.display(name)) for p in patterns))
+
+
+def _is_ignored(name, ignored):
+    return any(p.search(name) for p in ignored)
+
+
+def huggingface_architecture(directory):
+    """The first `architectures` entry of `directory/config.json`, or None if there is none."""
+    path = os.path.join(directory, CONFIG_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    architectures = files.read_json(path).get("architectures") or [None]
+    return architectures[0]
+
+
+def _head_labels(values, path):
+    """(num_labels, label names in id order or None) from an HF config dict."""
+    id2label, num_labels = values.get("id2label"), values.get("num_labels")
+    labels = None
+    if id2label:
+        try:
+            by_id = {int(k): str(v) for k, v in id2label.items()}
+        except ValueError:
+            raise ConversionError(f"{path}: id2label keys must be label ids (0, 1, ...), got "
+                                  f"{sorted(id2label)}") from None
+        if sorted(by_id) != list(range(len(by_id))):
+            raise ConversionError(f"{path}: id2label has ids {sorted(by_id)}; expected 0 to "
+                                  f"{len(by_id) - 1}")
+        labels = [by_id[i] for i in range(len(by_id))]
+        if num_labels is not None and num_labels != len(labels):
+            raise ConversionError(f"{path}: num_labels is {num_labels} but id2label names "
+                                  f"{len(labels)} labels")
+        num_labels = len(labels)
+    elif num_labels is None:
+        num_labels = 2  # HF's default
+    if labels and labels == [f"LABEL_{i}" for i in range(len(labels))]:
+        labels = None  # HF's placeholder names, not real labels
+    return num_labels, labels
+
+
+def _head_dropout(values):
+    """HF's dropout before the classifier: classifier_dropout_prob (default 0.1), or for the
+    token classifier hidden_dropout_prob when it is null."""
+    rate = values.get("classifier_dropout_prob", 0.1)
+    if rate is None:  # AlbertForTokenClassification's fallback (the sequence one would fail)
+        rate = values.get("hidden_dropout_prob", 0.0)
+    return float(rate)
+
+
+def head_model_from_huggingface(directory, ignore_variables=()):
+    """An `AlbertClassifier` or `AlbertTokenClassifier` from a fine-tuned HF ALBERT directory.
+
+    Args:
+        directory: what `save_pretrained(directory, safe_serialization=True)` wrote for an
+            AlbertForSequenceClassification or AlbertForTokenClassification (config.json
+            `architectures` says which).
+        ignore_variables: regexes (re.search, on the stored names) of tensors to skip on purpose.
+
+    Returns:
+        The head model: `num_classes` from num_labels / id2label, `labels` the id2label names in
+        id order (None for HF's LABEL_i placeholders), `dropout` HF's classifier dropout, and
+        `classifier.weight` / `.bias` in its `logits` layer. num_labels == 1 (or problem_type
+        "regression") is an `AlbertClassifier` regression model. HF's token classifier has no
+        pooler; the `AlbertTokenClassifier` keeps its own (unused) initial one.
+
+    Example:
+        >>> from albert_tf.convert import head_model_from_huggingface
+        >>> model = head_model_from_huggingface("albert-base-v2-mnli/")  # doctest: +SKIP
+        >>> model.labels  # doctest: +SKIP
+        ['entailment', 'neutral', 'contradiction']
+    """
+    from albert_tf.models.backbone import AlbertModel
+    from albert_tf.models.classifier import AlbertClassifier
+    from albert_tf.models.token_classifier import AlbertTokenClassifier
+
+    config_path = os.path.join(directory, CONFIG_FILE)
+    config = read_huggingface_config(config_path)
+    values = files.read_json(config_path)
+    architecture = huggingface_architecture(directory)
+    if architecture not in HEAD_ARCHITECTURES:
+        raise ConversionError(
+            f"{config_path}: architectures is {values.get('architectures')!r}; "
+            f"head_model_from_huggingface reads {' or '.join(HEAD_ARCHITECTURES)} (use "
+            f"from_huggingface for AlbertModel, AlbertForMaskedLM and AlbertForPreTraining)")
+    num_labels, labels = _head_labels(values, config_path)
+    problem_type = values.get("problem_type")
+    if architecture == SEQUENCE_CLASSIFICATION and problem_type not in (
+            None, "single_label_classification", "regression"):
+        raise ConversionError(
+            f"{config_path}: problem_type {problem_type!r} is not supported: AlbertClassifier is "
+            f"single-label (softmax) classification, or regression with num_labels=1")
+    if architecture == SEQUENCE_CLASSIFICATION and problem_type == "regression" and (
+            num_labels != 1):
+        raise ConversionError(
+            f"{config_path}: problem_type 'regression' with num_labels={num_labels}; "
+            f"AlbertClassifier regresses one score (num_labels=1)")
+
+    checkpoint = read_huggingface_checkpoint(directory, config)
+    stored = checkpoint.shapes.get(_CLASSIFIER[0])
+    if stored is not None and len(stored) == 2 and stored[0] != num_labels:
+        raise ConversionError(
+            f"{checkpoint.location}: {_CLASSIFIER[0]} has shape {list(stored)}, i.e. {stored[0]} "
+            f"labels, but {config_path} gives {num_labels} (num_labels / id2label)")
+    cls = AlbertClassifier if architecture == SEQUENCE_CLASSIFICATION else AlbertTokenClassifier
+    model = cls(AlbertModel(config), num_classes=num_labels,
+                dropout=_head_dropout(values), labels=labels)
+    if architecture == TOKEN_CLASSIFICATION and not any(n in checkpoint.shapes for n in _POOLER):
+        # HF's token classifier has no pooler; ours keeps its initial one (it never reads it).
+        own = export_weights(model, names.HUGGINGFACE_CLASSIFIER)
+        shapes = {**checkpoint.shapes, **{n: own[n].shape for n in _POOLER}}
+        read = checkpoint.read
+        checkpoint = Checkpoint(checkpoint.location, shapes,
+                                lambda name: own[name] if name in _POOLER else read(name),
+                                {n: checkpoint.display(n) for n in checkpoint.shapes})
+    load_weights(model, checkpoint, names.HUGGINGFACE_CLASSIFIER,
+                 ignored=_ignored(checkpoint, ignore_variables), config_source=config_path)
+    logging.info("%s: %s with %d labels%s", directory, type(model).__name__, num_labels,
+                 f" ({', '.join(labels)})" if labels else "")
+    return model
 
 
 def huggingface_config(config):
@@ -189,6 +329,11 @@ def to_huggingface(pretrainer, directory):
     config = pretrainer.backbone.config
     values = huggingface_config(config)
     tensors = export_weights(pretrainer, names.HUGGINGFACE)
+    _write(directory, config, values, tensors)
+
+
+def _write(directory, config, values, tensors):
+    """Writes model.safetensors (with HF's identity projection when E == H) and config.json."""
     if not config.has_embedding_projection:
         tensors[_PROJECTION[0]] = np.eye(config.hidden_size, dtype=np.float32)
         tensors[_PROJECTION[1]] = np.zeros([config.hidden_size], np.float32)
@@ -196,4 +341,50 @@ def to_huggingface(pretrainer, directory):
     files.write_atomic(os.path.join(directory, WEIGHTS_FILE),
                        safetensors_numpy.save(tensors, metadata={"format": "pt"}))
     files.write_json(os.path.join(directory, CONFIG_FILE), values)
-    logging.info("Wrote %d tensors (AlbertForPreTraining layout) to %s", len(tensors), directory)
+    logging.info("Wrote %d tensors (%s layout) to %s", len(tensors), values["architectures"][0],
+                 directory)
+
+
+def head_model_to_huggingface(model, directory):
+    """Writes an `AlbertClassifier` / `AlbertTokenClassifier` as an HF directory.
+
+    The layout is AlbertForSequenceClassification / AlbertForTokenClassification (no pooler for
+    the latter), so `AlbertForXxx.from_pretrained(directory)` loads it with no missing or
+    unexpected keys and computes the same logits. config.json carries num_labels, id2label /
+    label2id (the model's labels, or HF's LABEL_i), classifier_dropout_prob and, for
+    AlbertClassifier, problem_type ("regression" when num_classes == 1).
+
+    Example:
+        >>> from albert_tf.convert import head_model_to_huggingface
+        >>> head_model_to_huggingface(classifier, "/tmp/albert_mnli_hf")  # doctest: +SKIP
+    """
+    from albert_tf.models.classifier import AlbertClassifier
+    from albert_tf.models.token_classifier import AlbertTokenClassifier
+
+    if isinstance(model, AlbertClassifier):
+        architecture = SEQUENCE_CLASSIFICATION
+    elif isinstance(model, AlbertTokenClassifier):
+        architecture = TOKEN_CLASSIFICATION
+    else:
+        raise TypeError(f"head_model_to_huggingface needs an AlbertClassifier or "
+                        f"AlbertTokenClassifier, got {type(model).__name__} (use to_huggingface "
+                        f"for an AlbertPretrainer)")
+    labels = model.labels or [f"LABEL_{i}" for i in range(model.num_classes)]
+    if len(set(labels)) != len(labels):
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        raise ConversionError(f"The model's labels repeat {duplicates}; HF's label2id needs "
+                              f"distinct names")
+    config = model.backbone.config
+    values = huggingface_config(config)
+    values.update(architectures=[architecture], num_labels=model.num_classes,
+                  id2label={str(i): label for i, label in enumerate(labels)},
+                  label2id={label: i for i, label in enumerate(labels)},
+                  classifier_dropout_prob=model.dropout_rate)
+    if architecture == SEQUENCE_CLASSIFICATION:
+        values["problem_type"] = ("regression" if model.num_classes == 1
+                                  else "single_label_classification")
+    tensors = export_weights(model, names.HUGGINGFACE_CLASSIFIER)
+    if architecture == TOKEN_CLASSIFICATION:
+        for name in _POOLER:
+            del tensors[name]
+    _write(directory, config, values, tensors)

@@ -12,9 +12,11 @@ A row is `Rule(source, target, transform, part)`:
   part      which part of the model the row belongs to. The parts "embeddings" and "encoder" must
             be in every checkpoint; "projection" exists exactly when E != H; "pooler",
             "masked_lm" and "sentence_order" may be absent as a whole (they are then freshly
-            initialised, with a warning), but never half present.
+            initialised, with a warning), but never half present. "classifier" (the dense
+            `logits` layer of a fine-tuning head model) is required.
 
-Our targets and their shapes in config terms are listed once in TARGET_SHAPES.
+Our targets and their shapes in config terms are listed once in TARGET_SHAPES (None: the head
+model's number of classes, not a config field).
 """
 import collections
 import re
@@ -62,6 +64,9 @@ TARGET_SHAPES = {
     "masked_lm/output_bias": ("vocab_size",),
     "sentence_order/dense/kernel": ("hidden_size", 2),
     "sentence_order/dense/bias": (2,),
+    # AlbertClassifier / AlbertTokenClassifier (albert_tf.models.head_model): the `logits` layer.
+    "logits/kernel": ("hidden_size", None),
+    "logits/bias": (None,),
 }
 
 
@@ -151,6 +156,15 @@ HUGGINGFACE = (
     Rule("predictions.bias", "masked_lm/output_bias", NONE, "masked_lm"),
     Rule("sop_classifier.classifier.weight", "sentence_order/dense/kernel", TRANSPOSE, "sentence_order"),
     Rule("sop_classifier.classifier.bias", "sentence_order/dense/bias", NONE, "sentence_order"),
+)
+
+# AlbertForSequenceClassification / AlbertForTokenClassification: the backbone rows above plus
+# the dense `classifier` (torch [num_labels, H]). HF's token classifier has no pooler.
+HUGGINGFACE_CLASSIFIER = tuple(
+    rule for rule in HUGGINGFACE if rule.part in ("embeddings", "projection", "encoder", "pooler")
+) + (
+    Rule("classifier.weight", "logits/kernel", TRANSPOSE, "classifier"),
+    Rule("classifier.bias", "logits/bias", NONE, "classifier"),
 )
 
 # Non-persistent buffers that older transformers versions saved; not weights.

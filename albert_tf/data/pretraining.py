@@ -16,7 +16,7 @@ from the same window, the instance shuffle is local (buffer), and dupe passes ar
 after the other (pass k's instances precede pass k+1's in every shard).
 
 >>> summary = create_pretraining_data("builtin:docstrings", "/tmp/out.tfrecord",
-...     spm_model_file="30k-clean.model", dupe_factor=1)  # doctest: +SKIP
+...     spm_model_file="30k-clean.model", config=CreationConfig(dupe_factor=1))  # doctest: +SKIP
 """
 import collections
 import concurrent.futures

@@ -43,6 +43,11 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
         self.output_bias = None
+        # Keras would autocast every float argument to the compute dtype, the tied embedding
+        # table included (bfloat16 under mixed_bfloat16); `__call__` converts the arguments and
+        # `call` casts them itself, so that the output matmul uses the float32 table.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True  # the table may be a keras.Variable
 
     def build(self, sequence_output_shape=None, *args, **kwargs):
         if self.built:
@@ -57,7 +62,17 @@ class MaskedLMHead(keras.layers.Layer):
                                            name="output_bias", autocast=False)
         self.built = True
 
+    def __call__(self, sequence_output, masked_lm_positions, embedding_table, **kwargs):
+        def as_tensor(x):  # no cast; KerasTensors and variables as they are
+            if isinstance(x, (keras.KerasTensor, keras.Variable)) or tf.is_tensor(x):
+                return x
+            return tf.convert_to_tensor(x)
+
+        return super().__call__(as_tensor(sequence_output), as_tensor(masked_lm_positions),
+                                as_tensor(embedding_table), **kwargs)
+
     def call(self, sequence_output, masked_lm_positions, embedding_table):
+        sequence_output = tf.cast(sequence_output, self.compute_dtype)
         positions = tf.cast(masked_lm_positions, tf.int32)
         gathered = tf.gather(sequence_output, positions, batch_dims=1)  # [B, P, H]
         x = self.layer_norm(self.activation_fn(self.dense(gathered)))  # float32 [B, P, E]

@@ -9,9 +9,9 @@ Padding: `dynamic_padding=False` pads every batch to `seq_length` (static shapes
 `dynamic_padding=True` pads to the longest sequence of the batch rounded up to a multiple of
 `bucket`, which is much faster when texts are short.
 
->>> pre = AlbertPreprocessor("30k-clean.model", seq_length=128)        # doctest: +SKIP
->>> inputs = pre({"text": ["A first sentence."], "text_pair": ["Its pair."]})  # doctest: +SKIP
->>> sorted(inputs)                                                     # doctest: +SKIP
+>>> pre = AlbertPreprocessor("30k-clean.model", seq_length=128)
+>>> inputs = pre({"text": ["A first sentence."], "text_pair": ["Its pair."]})
+>>> sorted(inputs)
 ['input_mask', 'input_type_ids', 'input_word_ids']
 """
 import base64
@@ -42,8 +42,8 @@ class AlbertPreprocessor(keras.layers.Layer):
     optionally "text_pair". Returns a dict of int32 [B, S] tensors.
 
     Example:
-        >>> pre = AlbertPreprocessor(spm_model_file, seq_length=32)  # doctest: +SKIP
-        >>> pre(tf.constant(["Hello world!"]))["input_word_ids"].shape  # doctest: +SKIP
+        >>> pre = AlbertPreprocessor("30k-clean.model", seq_length=32)
+        >>> pre(tf.constant(["Hello world!"]))["input_word_ids"].shape
         TensorShape([1, 32])
     """
 
@@ -130,8 +130,10 @@ class AlbertPreprocessor(keras.layers.Layer):
         segments = inputs if not isinstance(inputs, dict) else [inputs["text"]]
         first = segments[0] if isinstance(segments, (list, tuple)) else segments
         length = None if self.dynamic_padding else self.seq_length
-        spec = keras.KerasTensor((first.shape[0], length), dtype="int32")
-        return {"input_word_ids": spec, "input_mask": spec, "input_type_ids": spec}
+        # One KerasTensor per output: a shared one would make every output of a functional
+        # model built on this layer the same tensor.
+        return {key: keras.KerasTensor((first.shape[0], length), dtype="int32")
+                for key in ("input_word_ids", "input_mask", "input_type_ids")}
 
     def get_config(self):
         config = super().get_config()

@@ -44,10 +44,11 @@ class TextTokenizer(_StringLayer):
         first argument.
 
     Example:
-    >>> tokenizer = TextTokenizer("30k-clean.model")                      # doctest: +SKIP
-    >>> ids = tokenizer(tf.constant(["Hello, World 9,000!", ""]))          # doctest: +SKIP
-    >>> python = SentencePieceTokenizer("30k-clean.model")                 # doctest: +SKIP
-    >>> ids.to_list() == [python.encode_ids("Hello, World 9,000!"), []]    # doctest: +SKIP
+    >>> from albert_tf.text import SentencePieceTokenizer
+    >>> tokenizer = TextTokenizer("30k-clean.model")
+    >>> ids = tokenizer(tf.constant(["Hello, World 9,000!", ""]))
+    >>> python = SentencePieceTokenizer("30k-clean.model")
+    >>> ids.to_list() == [python.encode_ids("Hello, World 9,000!"), []]
     True
     """
 

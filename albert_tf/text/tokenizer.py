@@ -79,11 +79,11 @@ class SentencePieceTokenizer:
       lower_case: lowercase during preprocessing (True for the released uncased English models).
 
     Example:
-    >>> tok = SentencePieceTokenizer("30k-clean.model")          # doctest: +SKIP
-    >>> pieces = tok.encode_pieces("Hello, World 9,000!")         # doctest: +SKIP
-    >>> tok.encode_ids("Hello, World 9,000!") == [tok.piece_to_id(p) for p in pieces]  # doctest: +SKIP
+    >>> tok = SentencePieceTokenizer("30k-clean.model")
+    >>> pieces = tok.encode_pieces("Hello, World 9,000!")
+    >>> tok.encode_ids("Hello, World 9,000!") == [tok.piece_to_id(p) for p in pieces]
     True
-    >>> tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id   # doctest: +SKIP
+    >>> tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id
     (0, 1, 2, 3, 4)
     """
 

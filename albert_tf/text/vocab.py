@@ -5,6 +5,8 @@ symbols, then the learned pieces. Text is normalized with `preprocess_text` firs
 pretraining data will be), and at most `input_sentence_size` sentences are sampled (reservoir
 sampling inside SentencePiece), so a corpus of any size streams through.
 
+Training on the built-in corpus takes most of a minute, so the test suite skips this example:
+
 >>> train_sentencepiece("builtin:docstrings", "/tmp/docs8k", vocab_size=8000)  # doctest: +SKIP
 '/tmp/docs8k.model'
 """

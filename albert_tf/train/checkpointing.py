@@ -30,6 +30,15 @@ import tensorflow as tf
 from absl import logging
 
 
+class Preempted(Exception):
+    """SIGTERM (or Ctrl-C) was received; a checkpoint was saved at `step`."""
+
+    def __init__(self, step, checkpoint):
+        super().__init__(f"preempted: saved checkpoint {checkpoint} at step {step}")
+        self.step = step
+        self.checkpoint = checkpoint
+
+
 class Checkpointer:
     """Saves and restores {model, optimizer} every N steps; only the chief keeps its files.
 
@@ -44,7 +53,11 @@ class Checkpointer:
         self.directory = directory
         self.chief = chief
         self.optimizer = optimizer
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        # The optimizer reaches every trainable variable; the non-trainable ones (dropout seed
+        # states among them) are listed too, so a resumed run draws the same dropout masks.
+        self.checkpoint = tf.train.Checkpoint(
+            model=model, optimizer=optimizer,
+            non_trainable_variables=list(model.non_trainable_variables))
         if chief:
             tf.io.gfile.makedirs(directory)
             self._write_dir = directory
@@ -82,8 +95,13 @@ class Checkpointer:
             shutil.rmtree(self._write_dir, ignore_errors=True)
 
 
+# What a fine-tuning run treats as "save and stop": preemption and Ctrl-C.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 class PreemptionWatcher:
-    """Context manager: while active, SIGTERM sets `requested` instead of killing the process.
+    """Context manager: while active, SIGTERM (and any of `signals`) sets `requested` instead of
+    killing the process; with SIGINT watched, a second Ctrl-C interrupts at once.
 
     Only the main thread can install signal handlers; elsewhere the watcher is inert. The previous
     handler is restored on exit.
@@ -100,6 +118,8 @@ class PreemptionWatcher:
 
     def _handle(self, signum, frame):
         del frame
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C stops at once
         if not self.requested:
             logging.warning("Received signal %d: saving a checkpoint at the end of this loop, then "
                             "exiting", signum)

@@ -25,7 +25,9 @@ albert_config.json, eval_results.json, export/.
 
 >>> params = PretrainingParams(input_file="data/train-*.tfrecord", output_dir="/tmp/run",
 ...                            preset="albert_tiny", max_seq_length=128)  # doctest: +SKIP
->>> run_pretraining(params)                                                 # doctest: +SKIP
+>>> result = run_pretraining(params)                                        # doctest: +SKIP
+>>> result["global_step"] == params.num_train_steps                          # doctest: +SKIP
+True
 """
 import dataclasses
 import os
@@ -39,27 +41,16 @@ from absl import logging
 from albert_tf import files
 from albert_tf.config import AlbertConfig, list_presets
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
+from albert_tf.settings import InvalidFlagError
 from albert_tf.train import checkpointing, strategy as strategy_lib, summaries
+from albert_tf.train.checkpointing import Preempted
 from albert_tf.train.loop import Trainer
 from albert_tf.train.task import PretrainingTask, set_precision
 from albert_tf.train.warm_start import warm_start
 
 
-class InvalidFlagError(ValueError):
-    """A setting is invalid; the message names its flag."""
-
-
 class NonFiniteLossError(RuntimeError):
     """The loss or gradient norm became NaN or Inf; the newest checkpoint is the last good one."""
-
-
-class Preempted(Exception):
-    """SIGTERM was received; a checkpoint was saved at `step`."""
-
-    def __init__(self, step, checkpoint):
-        super().__init__(f"preempted: saved checkpoint {checkpoint} at step {step}")
-        self.step = step
-        self.checkpoint = checkpoint
 
 
 @dataclasses.dataclass

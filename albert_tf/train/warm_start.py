@@ -11,7 +11,38 @@ With `init_from_group0=True` (the original's `--init_from_group0`) the source ma
 groups than the target: group 0 of every stacked encoder weight is copied into every group, so
 a model with 1 shared group can initialise, e.g., a 12-group (BERT-style) model.
 
->>> warm_start(model, "gs://bucket/albert_base_converted", init_from_group0=False)  # doctest: +SKIP
+`build_model(config)` builds an empty model of the source's architecture (from the
+`albert_config.json` beside a training checkpoint); the pretraining runner passes
+`lambda config: PretrainingTask(config).build_model()`. Below, a 4-layer model with one shared
+group (as every released ALBERT) initialises a model with 2 groups, both taking the saved
+group's weights:
+
+>>> import tempfile
+>>> import numpy as np
+>>> from albert_tf.config import AlbertConfig
+>>> from albert_tf.models import io
+>>> from albert_tf.models.backbone import AlbertModel
+>>> from albert_tf.models.pretrainer import AlbertPretrainer
+>>> def build_model(config):
+...     return AlbertPretrainer(AlbertModel(config))
+>>> shared = build_model(AlbertConfig.from_preset("albert_tiny", vocab_size=100))
+>>> model = build_model(AlbertConfig.from_preset("albert_tiny", vocab_size=100,
+...                                              num_hidden_groups=2))
+>>> with tempfile.TemporaryDirectory() as directory:
+...     io.save(shared, directory)
+...     copied = warm_start(model, directory, build_model, init_from_group0=True)
+>>> copied[:2]
+['albert/encoder/attention/query_kernel', 'albert/encoder/attention/query_bias']
+>>> saved = shared.backbone.encoder.attention_weights["query_kernel"].numpy()  # [1, 1, H, H]
+>>> kernel = model.backbone.encoder.attention_weights["query_kernel"].numpy()  # [2, 1, H, H]
+>>> bool(np.array_equal(kernel[0], saved[0]) and np.array_equal(kernel[1], saved[0]))
+True
+
+A training checkpoint (a `ckpt-N` prefix, local or gs://) is read the same way; with equal
+group counts nothing is copied from group 0:
+
+>>> warm_start(model, "gs://bucket/run/checkpoints/ckpt-1000", build_model)  # doctest: +SKIP
+[]
 """
 import os
 

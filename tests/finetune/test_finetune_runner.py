@@ -37,12 +37,15 @@ def test_mirrored_fit_eval_export(tmp_path, make_sentence_task, spm_model_file):
     assert results["history"][0]["eval_num_examples"] == len(texts) - 64
     assert set(results["history"][0]) >= {"eval_accuracy", "eval_f1"}
     assert results["best"]["metric"] == "accuracy"
-    majority = int(labels[:64].mean() > 0.5)  # ties cannot happen: 64 examples, odd split checked
-    assert labels[:64].mean() != 0.5
-    assert results["majority_baseline"] == float((labels[64:] == majority).mean())
+    dev = labels[64:]
+    majority = int(dev.mean() > 0.5)  # the dev set's own majority class
+    assert dev.mean() != 0.5
+    assert results["baselines"]["dev_majority_class_rate"] == float((dev == majority).mean())
+    assert results["baselines"]["dev_majority_class"] == ["no", "yes"][majority]
+    assert results["baselines"]["f1_positive_class"] == "yes"
     assert os.listdir(serving) == ["1"]
     info = json.load(open(out / "finetune.json"))
-    assert info["labels"] == ["no", "yes"] and info["pair"] is False
+    assert info["task"]["labels"] == ["no", "yes"] and info["task"]["pair"] is False
     # a second export from the saved output, in its own process: version 2
     result = _run(["scripts/export_saved_model.py", f"--model_dir={out}",
                    f"--export_dir={serving}", "--warmup=false"])

@@ -4,7 +4,8 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf.data import tasks
+from albert_tf.data import glue, task_spec, text_files
+from albert_tf.finetune.classification import ClassificationData, load_task_splits
 
 
 def _write(path, text, bom=False):
@@ -35,68 +36,69 @@ def test_glue_layouts(tmp_path):
                                       "source2\tsentence1\tsentence2\tscore\n"
                                       "0\tmain\tf\t2012\t1\tnone\tnone\tA plane.\tAn air plane.\t5.000\n")
 
-    cola = tasks.read_glue_examples("cola", root, "train")
+    cola = glue.read_glue_examples("cola", root, "train")
     assert cola.texts == ["The sailors rode the breeze.", "The more we study verbs the crazier."]
     assert cola.labels.tolist() == [1, 0] and cola.text_pairs is None
-    test = tasks.read_glue_examples("cola", root, "test")
+    test = glue.read_glue_examples("cola", root, "test")
     assert test.texts == ["Bill whistled past the house."] and test.labels is None
-    mrpc = tasks.read_glue_examples("MRPC", root, "dev")
+    mrpc = glue.read_glue_examples("MRPC", root, "dev")
     assert mrpc.texts == ['He said "hi".', "A cat."]  # TSV: quotes are text
     assert mrpc.text_pairs == ["He greeted.", "A dog."] and mrpc.labels.tolist() == [1, 0]
-    mm = tasks.read_glue_examples("mnli-mm", root, "dev")
+    mm = glue.read_glue_examples("mnli-mm", root, "dev")
     assert (mm.texts, mm.text_pairs, mm.labels.tolist()) == (["The premise."], ["The hypothesis."], [2])
-    sts = tasks.read_glue_examples("stsb", root, "train")
+    sts = glue.read_glue_examples("stsb", root, "train")
     assert sts.labels.dtype == np.float32 and sts.labels.tolist() == [5.0]
-    assert tasks.get_task("sts-b").num_classes == 1 and tasks.get_task("sts-b").main_metric == "pearson"
-    assert tasks.get_task("cola").main_metric == "matthews_corrcoef"
+    assert glue.get_task("sts-b").num_classes == 1 and glue.get_task("sts-b").main_metric == "pearson"
+    assert glue.get_task("cola").main_metric == "matthews_corrcoef"
 
 
 def test_glue_errors_name_file_and_line(tmp_path):
     root = str(tmp_path)
     path = _write(f"{root}/RTE/train.tsv", "index\tsentence1\tsentence2\tlabel\n"
                                           "0\tA.\tB.\tentailment\n\n1\tC.\tD.\tmaybe\n2\tE.\n")
-    with pytest.raises(tasks.DataError, match=rf"^{path}:3: empty line$"):
-        tasks.read_glue_examples("rte", root, "train")
-    ok = tasks.read_glue_examples("rte", root, "train", skip_bad_lines=True)
+    with pytest.raises(task_spec.DataError, match=rf"^{path}:3: empty line$"):
+        glue.read_glue_examples("rte", root, "train")
+    ok = glue.read_glue_examples("rte", root, "train", skip_bad_lines=True)
     assert ok.texts == ["A."]  # lines 3 (empty), 4 (label), 5 (short) skipped
     _write(path, "index\tsentence1\tsentence2\tlabel\n1\tC.\tD.\tmaybe\n")
-    with pytest.raises(tasks.DataError, match=rf"{path}:2: unknown label 'maybe'; task 'rte' has "
+    with pytest.raises(task_spec.DataError, match=rf"{path}:2: unknown label 'maybe'; task 'rte' has "
                                               r"labels \['entailment', 'not_entailment'\]"):
-        tasks.read_glue_examples("rte", root, "train")
+        glue.read_glue_examples("rte", root, "train")
     _write(path, "index\tsentence1\tsentence2\tlabel\n2\tE.\n")
-    with pytest.raises(tasks.DataError, match=rf"{path}:2: expected at least 4 tab-separated "
+    with pytest.raises(task_spec.DataError, match=rf"{path}:2: expected at least 4 tab-separated "
                                               "fields, found 2"):
-        tasks.read_glue_examples("rte", root, "train")
+        glue.read_glue_examples("rte", root, "train")
     _write(path, "index\tsentence_1\tsentence2\tlabel\n")
-    with pytest.raises(tasks.DataError, match=rf"{path}:1: missing column 'sentence1'"):
-        tasks.read_glue_examples("rte", root, "train")
+    with pytest.raises(task_spec.DataError, match=rf"{path}:1: missing column 'sentence1'"):
+        glue.read_glue_examples("rte", root, "train")
     with pytest.raises(FileNotFoundError, match="dev data of task 'rte' not found"):
-        tasks.read_glue_examples("rte", root, "dev")
+        glue.read_glue_examples("rte", root, "dev")
     with pytest.raises(ValueError, match="unknown task 'glue'"):
-        tasks.get_task("glue")
+        glue.get_task("glue")
 
 
 def test_generic_files_and_label_inference(tmp_path):
     csv_path = _write(str(tmp_path / "train.csv"),
                       'review,stars\n"Great, really great",good\n"Line one\nline two",bad\n'
                       "meh,bad\n")
-    task = tasks.custom_task("reviews", "review", label_column="stars")
-    examples, task = tasks.read_file_examples(task, csv_path, infer_labels=True)
+    task = task_spec.custom_task("reviews", "review", label_column="stars")
+    examples, task = text_files.read_file_examples(task, csv_path, infer_labels=True)
     assert task.labels == ("bad", "good") and task.metrics == ("accuracy", "f1")
     assert examples.texts == ["Great, really great", "Line one\nline two", "meh"]
     assert examples.labels.tolist() == [1, 0, 0]
     bad = _write(str(tmp_path / "dev.csv"), 'review,stars\nok,good\nfine,neutral\n')
-    with pytest.raises(tasks.DataError, match=rf"{bad}:3: unknown label 'neutral'"):
-        tasks.read_file_examples(task, bad)
+    with pytest.raises(task_spec.DataError, match=rf"{bad}:3: unknown label 'neutral'"):
+        text_files.read_file_examples(task, bad)
     jsonl = _write(str(tmp_path / "pairs.jsonl"),
                    '{"q": "a?", "p": "b.", "y": 0.5}\n{"q": "c?", "p": "d.", "y": 1}\n{"q": "e?"}\n')
-    reg = tasks.custom_task("sim", "q", "p", "y", regression=True)
-    with pytest.raises(tasks.DataError, match=rf"{jsonl}:3: missing column\(s\) \['p', 'y'\]"):
-        tasks.read_file_examples(reg, jsonl)
-    examples, _ = tasks.read_file_examples(reg, jsonl, skip_bad_lines=True)
+    reg = task_spec.custom_task("sim", "q", "p", "y", regression=True)
+    with pytest.raises(task_spec.DataError, match=rf"{jsonl}:3: missing column\(s\) \['p', 'y'\]"):
+        text_files.read_file_examples(reg, jsonl)
+    examples, _ = text_files.read_file_examples(reg, jsonl, skip_bad_lines=True)
     assert examples.text_pairs == ["b.", "d."] and examples.labels.tolist() == [0.5, 1.0]
-    task, splits = tasks.load_task_splits("reviews", train_file=csv_path, text_column="review",
-                                          label_column="stars", wanted=["train"])
+    data = ClassificationData(task_name="reviews", train_file=csv_path, text_column="review",
+                              label_column="stars")
+    task, splits = load_task_splits(data, wanted=["train"])
     assert task.labels == ("bad", "good") and len(splits["train"]) == 3
 
 
@@ -113,8 +115,8 @@ def test_tfds_glue_label_mapping():
             {a: ["p0", "p1", "p2"], b: ["h0", "h1", "h2"], "label": labels, "idx": [0, 1, 2]})
 
     with tfds.testing.mock_data(as_dataset_fn=as_dataset):
-        mnli = tasks.read_tfds_examples("mnli-mm", "dev")
-        mrpc = tasks.read_tfds_examples("mrpc", "train")
+        mnli = glue.read_tfds_examples("mnli-mm", "dev")
+        mrpc = glue.read_tfds_examples("mrpc", "train")
     # TFDS names MRPC's labels not_equivalent/equivalent: mapped by index onto GLUE's "0"/"1"
     assert mrpc.labels.tolist() == [1, 0, 1]
     # TFDS order entailment, neutral, contradiction -> the task's contradiction, entailment, neutral

@@ -1,4 +1,8 @@
-"""Serialization (get_config, .keras, tf.train.Checkpoint, io.save/load) and input errors."""
+"""tf.train.Checkpoint and io.save/load round trips, and input errors.
+
+get_config / from_config and `.keras` save/load of every model are checked by
+tests/harness.py (tests/model/test_model_harness.py).
+"""
 import json
 import logging
 import os
@@ -31,31 +35,6 @@ def assert_same_outputs(a, b, inputs):
     assert sorted(out_a) == sorted(out_b)
     for key in out_a:
         np.testing.assert_allclose(out_a[key].numpy(), out_b[key].numpy(), atol=1e-6, err_msg=key)
-
-
-def test_get_config_round_trip(pretrainer, pretrain_inputs):
-    backbone = AlbertModel(pretrainer.backbone.config, output_encoder_outputs=True, unroll=True)
-    clone = AlbertModel.from_config(backbone.get_config())
-    assert clone.config == backbone.config
-    assert (clone.output_encoder_outputs, clone.unroll, clone.name) == (True, True, "albert")
-    json.dumps(backbone.get_config())  # plain JSON
-    clone = AlbertPretrainer.from_config(pretrainer.get_config())
-    assert clone.backbone.config == pretrainer.backbone.config
-    assert [v.path for v in clone.weights] == [v.path for v in pretrainer.weights]
-    clone.set_weights(pretrainer.get_weights())
-    assert_same_outputs(clone, pretrainer, pretrain_inputs)
-
-
-def test_keras_file_round_trip(pretrainer, pretrain_inputs, tmp_path):
-    path = str(tmp_path / "model.keras")
-    pretrainer.save(path)
-    loaded = keras.saving.load_model(path)
-    assert isinstance(loaded, AlbertPretrainer) and isinstance(loaded.backbone, AlbertModel)
-    assert loaded.backbone.config == pretrainer.backbone.config
-    assert_same_outputs(loaded, pretrainer, pretrain_inputs)
-    backbone_path = str(tmp_path / "backbone.keras")
-    pretrainer.backbone.save(backbone_path)
-    assert_same_outputs(keras.saving.load_model(backbone_path), pretrainer.backbone, pretrain_inputs)
 
 
 def test_tf_train_checkpoint_round_trip(pretrainer, pretrain_inputs, tmp_path):

@@ -27,8 +27,10 @@ _CHECK = textwrap.dedent("""
         if hasattr(module, "params_from_flags"):
             from albert_tf.train import runner
             runner.validate_params(module.params_from_flags())
-        else:
-            module._validate()
+        else:  # fine-tuning scripts: FinetuneParams generated from the flags
+            from albert_tf.finetune.params import FinetuneParams, validate
+            from albert_tf.settings import from_flags
+            validate(from_flags(FinetuneParams))
         parsed[path] = {k: getattr(FLAGS, k) for k in ("max_seq_length", "learning_rate")}
     print(json.dumps(parsed))
 """)

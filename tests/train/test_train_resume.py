@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.train import runner
+from signal_support import run_until
 from train_support import PRED, SEQ, checkpoint_values, max_difference, run_script, tiny_flags
 
 STEPS = 24
@@ -19,13 +20,7 @@ COMMON = dict(num_train_steps=STEPS, num_warmup_steps=4, save_checkpoints_steps=
 def _run_until(args, line_marker, sig):
     """Starts the script, sends `sig` when a log line contains `line_marker`; returns (code, log)."""
     process = run_script(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    log, sent = [], False
-    for line in process.stderr:
-        log.append(line)
-        if not sent and line_marker in line:
-            process.send_signal(sig)
-            sent = True
-    return process.wait(timeout=240), "".join(log)
+    return run_until(process, line_marker, sig, timeout=240)
 
 
 def _latest_step(output_dir):

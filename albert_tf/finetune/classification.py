@@ -1,0 +1,274 @@
+"""Sentence(-pair) classification and regression as a `FinetuneTask`: GLUE, any labelled
+CSV/TSV/JSONL file, and the built-in "docstring-source" task.
+
+Raw strings are the features; the `AlbertPreprocessor` turns each batch into token ids inside
+tf.data (and inside the exported SavedModel, so training and serving tokenize identically).
+Metrics are GLUE's (`albert_tf.models.metrics`); the best checkpoint is chosen by the task's
+first metric (Matthews for CoLA, Pearson for STS-B, accuracy otherwise).
+
+>>> task = SentenceClassificationTask(ClassificationData(task_name="mrpc", data_dir="glue"))
+>>> task.name, task.main_metric
+('mrpc', 'accuracy')
+"""
+import dataclasses
+import os
+from typing import List, Optional
+
+import keras
+import numpy as np
+from absl import logging
+
+from albert_tf import files
+from albert_tf.data import glue
+from albert_tf.data.docstring_task import DOCSTRING_SOURCE, docstring_source_splits
+from albert_tf.data.task_spec import TaskSpec, custom_task
+from albert_tf.data.text_files import read_file_examples
+from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.models.metrics import compute_metrics
+from albert_tf.models.preprocessor import AlbertPreprocessor
+from albert_tf.settings import InvalidFlagError, setting
+
+
+@dataclasses.dataclass
+class ClassificationData:
+    """Where the examples of a classification task come from (the data flags of
+    scripts/run_classifier.py)."""
+
+    task_name: Optional[str] = setting(
+        None, "GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli), "
+        "'docstring-source' (built in), or any name with --train_file.", required=True)
+    data_dir: Optional[str] = setting(None, "GLUE download root (holding CoLA/, MNLI/, ...).")
+    use_tfds: bool = setting(False, "Read GLUE from prepared TFDS glue/* instead of TSV files.")
+    tfds_data_dir: Optional[str] = setting(None, "TFDS data directory (default "
+                                           "~/tensorflow_datasets).")
+    train_file: Optional[str] = setting(None, "CSV/TSV/JSONL training file with named columns.")
+    dev_file: Optional[str] = setting(None, "Evaluation file (same columns as --train_file).")
+    test_file: Optional[str] = setting(None, "Unlabelled file to predict (text columns only).")
+    text_column: str = setting("text", "Column of the first text (files).")
+    text_pair_column: Optional[str] = setting(None, "Column of the second text (files, pair "
+                                              "tasks).")
+    label_column: str = setting("label", "Column of the label (files).")
+    labels: Optional[List[str]] = setting(None, "Label names in id order (files; default: sorted "
+                                          "labels found in --train_file).")
+    regression: bool = setting(False, "The label is a real number (files).")
+    skip_bad_lines: bool = setting(False, "Skip malformed lines (logged) instead of failing.")
+    truncation: str = setting("round_robin", "How pairs are truncated (round_robin = the "
+                              "original's _truncate_seq_pair).",
+                              choices=("round_robin", "longest_first"))
+    dynamic_padding: bool = setting(False, "Pad each batch to its longest example (multiple of "
+                                    "8) instead of max_seq_length. Not on TPU.")
+
+
+def _is_docstring_task(name):
+    return name.lower().replace("_", "-") == DOCSTRING_SOURCE
+
+
+def load_task_splits(data, wanted=("train", "dev"), seed=0):
+    """Reads the `wanted` splits; returns (TaskSpec, {split: Examples}).
+
+    Files (`train_file`/`dev_file`/`test_file`) make a custom task named `task_name` (labels
+    from `labels` or the training file); "docstring-source" is the built-in task; any other name
+    is a GLUE task read from `data_dir` TSVs or, with `use_tfds`, prepared TFDS data.
+    """
+    if data.train_file or data.dev_file or data.test_file:
+        spec = custom_task(data.task_name, data.text_column, data.text_pair_column,
+                           data.label_column, data.labels, data.regression)
+        paths = {"train": data.train_file, "dev": data.dev_file, "test": data.test_file}
+        missing = [s for s in wanted if not paths[s]]
+        if missing:
+            raise InvalidFlagError(f"task {data.task_name!r} from files: no file for split(s) "
+                                   f"{missing} (--{missing[0]}_file)")
+        splits = {}
+        for split in ("train", "dev", "test"):
+            if split in wanted:
+                splits[split], spec = read_file_examples(
+                    spec, paths[split], labelled=split != "test",
+                    skip_bad_lines=data.skip_bad_lines,
+                    infer_labels=not spec.is_regression and not spec.labels)
+        return spec, splits
+    if _is_docstring_task(data.task_name):
+        if "test" in wanted:
+            raise InvalidFlagError(f"--task_name={DOCSTRING_SOURCE} has no test split "
+                                   "(--do_predict)")
+        spec, splits = docstring_source_splits(seed=seed)
+        return spec, {s: splits[s] for s in wanted}
+    try:
+        spec = glue.get_task(data.task_name)
+    except ValueError as e:
+        raise InvalidFlagError(f"--task_name: {e}") from None
+    if data.use_tfds:
+        return spec, {s: glue.read_tfds_examples(spec, s, data.tfds_data_dir) for s in wanted}
+    if data.data_dir is None:
+        raise InvalidFlagError(f"GLUE task {spec.name!r} needs --data_dir (or --use_tfds)")
+    return spec, {s: glue.read_glue_examples(spec, data.data_dir, s, data.skip_bad_lines)
+                  for s in wanted}
+
+
+def _text_inputs(examples):
+    inputs = {"text": np.asarray(examples.texts, dtype=object)}
+    if examples.text_pairs is not None:
+        inputs["text_pair"] = np.asarray(examples.text_pairs, dtype=object)
+    return inputs
+
+
+def count_truncated(examples, preprocessor, batch_size=1024):
+    """Number of examples whose [CLS] a [SEP] (b [SEP]) is longer than the preprocessor's
+    seq_length."""
+    specials = 3 if examples.text_pairs is not None else 2
+    truncated = 0
+    for start in range(0, len(examples), batch_size):
+        total = preprocessor.token_lengths(examples.texts[start:start + batch_size])
+        if examples.text_pairs is not None:
+            total = total + preprocessor.token_lengths(
+                examples.text_pairs[start:start + batch_size])
+        truncated += int(np.sum(total.numpy() + specials > preprocessor.seq_length))
+    return truncated
+
+
+def majority_rate(labels):
+    """(label id, fraction) of the most frequent label: the accuracy of always predicting it."""
+    values, counts = np.unique(np.asarray(labels).reshape(-1), return_counts=True)
+    return int(values[np.argmax(counts)]), float(counts.max() / counts.sum())
+
+
+class SentenceClassificationTask(FinetuneTask):
+    """Classification or regression of single texts or text pairs (see the module docstring).
+
+    Args:
+        data: a `ClassificationData` (task name, files or GLUE directory, columns, labels).
+        seed: seed of the built-in task's train/dev split.
+        spec: a known `TaskSpec` (when rebuilding a finished task; no data is read then).
+    """
+
+    kind = "classification"
+
+    def __init__(self, data, seed=0, spec=None):
+        self.data = data
+        self.seed = seed
+        self.spec = spec
+        self.splits = {}
+        self.preprocessor = None
+
+    # ------------------------------------------------------------------ description
+    @property
+    def name(self):
+        return self.spec.name if self.spec else self.data.task_name
+
+    @property
+    def main_metric(self):
+        if self.spec is not None:
+            return self.spec.main_metric
+        if self.data.regression:
+            return "pearson"
+        if self.data.train_file or self.data.dev_file or _is_docstring_task(self.data.task_name):
+            return "accuracy"
+        return glue.get_task(self.data.task_name).main_metric
+
+    @property
+    def vocab_size(self):
+        return self.preprocessor.vocab_size
+
+    @property
+    def loaded_splits(self):
+        return tuple(self.splits)
+
+    def configure_text(self, spm_model, lower_case=True, seq_length=512, static_shapes=False):
+        if static_shapes and self.data.dynamic_padding:
+            raise InvalidFlagError("--dynamic_padding needs dynamic shapes: not with "
+                                   "--strategy=tpu")
+        self.preprocessor = AlbertPreprocessor(
+            spm_model, lower_case=lower_case, seq_length=seq_length,
+            truncation=self.data.truncation, dynamic_padding=self.data.dynamic_padding)
+
+    def load(self, splits):
+        self.spec, self.splits = load_task_splits(self.data, splits, self.seed)
+        for split, examples in self.splits.items():
+            truncated = count_truncated(examples, self.preprocessor)
+            logging.info("%s: %d examples from %s; %d (%.1f%%) longer than max_seq_length=%d "
+                         "are truncated", split, len(examples), examples.source, truncated,
+                         100.0 * truncated / len(examples), self.preprocessor.seq_length)
+
+    def build_model(self, backbone, dropout=0.1):
+        return AlbertClassifier(backbone, num_classes=self.spec.num_classes, dropout=dropout,
+                                labels=self.spec.labels)
+
+    # ------------------------------------------------------------------ data
+    def features(self, split):
+        examples = self.splits[split]
+        return Features(_text_inputs(examples), examples.labels)
+
+    def input_transform(self):
+        return self.preprocessor
+
+    def baselines(self):
+        dev = self.splits.get("dev")
+        if dev is None or dev.labels is None or self.spec.is_regression:
+            return {}
+        label, rate = majority_rate(dev.labels)
+        values = {"dev_majority_class_rate": rate,
+                  "dev_majority_class": self.spec.labels[label]}
+        if "f1" in self.spec.metrics:
+            values["f1_positive_class"] = self.spec.labels[1]
+        return values
+
+    # ------------------------------------------------------------------ outputs
+    def postprocess(self, outputs, split):
+        outputs = np.asarray(outputs, dtype=np.float64)
+        if self.spec.is_regression:
+            return {"scores": outputs.reshape(-1)}
+        shifted = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
+        probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+        return {"probabilities": probabilities, "labels": probabilities.argmax(axis=-1)}
+
+    def evaluate(self, predictions, split):
+        labels = self.splits[split].labels
+        predicted = predictions["scores"] if self.spec.is_regression else predictions["labels"]
+        results = compute_metrics(self.spec.metrics, predicted, labels)
+        results["num_examples"] = int(len(labels))
+        return results
+
+    def write_predictions(self, predictions, split, output_dir):
+        """test_results.tsv (per-class probabilities, or the score) and submit_results.tsv
+        ("index<TAB>prediction" with label names, the GLUE submission format)."""
+        if self.spec.is_regression:
+            results = [f"{s:.6f}" for s in predictions["scores"]]
+            submit = results
+        else:
+            results = ["\t".join(f"{p:.6f}" for p in row) for row in predictions["probabilities"]]
+            submit = [self.spec.labels[i] for i in predictions["labels"]]
+        files.write_atomic(os.path.join(output_dir, "test_results.tsv"),
+                           "\n".join(results) + "\n")
+        lines = ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(submit)]
+        files.write_atomic(os.path.join(output_dir, "submit_results.tsv"), "\n".join(lines) + "\n")
+        logging.info("Wrote %d %s predictions to %s", len(submit), split, output_dir)
+
+    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+        from albert_tf.export.saved_model import export_classifier
+
+        preprocessor = self.preprocessor
+        if seq_length:
+            preprocessor = preprocessor.with_padding(preprocessor.dynamic_padding, seq_length)
+        # Serving pads each request batch to its longest text whatever training did.
+        return export_classifier(model, preprocessor, export_dir, pair=self.spec.is_pair,
+                                 version=version, dynamic_padding=True,
+                                 write_warmup=write_warmup)
+
+    def describe(self):
+        spec = dataclasses.asdict(self.spec)
+        return {"kind": self.kind, "name": self.name, "spec": spec,
+                "data": dataclasses.asdict(self.data),
+                "pair": self.spec.is_pair, "labels": list(self.spec.labels or []) or None,
+                "regression": self.spec.is_regression,
+                "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)}
+
+    @classmethod
+    def from_description(cls, description):
+        values = dict(description["spec"])
+        for key, value in values.items():
+            if isinstance(value, list):
+                values[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        spec = TaskSpec(**values)
+        task = cls(ClassificationData(**description["data"]), spec=spec)
+        task.preprocessor = keras.saving.deserialize_keras_object(description["preprocessor"])
+        return task

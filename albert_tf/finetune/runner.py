@@ -1,0 +1,458 @@
+"""`run_finetuning(params, task)`: fine-tune any `FinetuneTask` with `keras.Model.fit`, resumably.
+
+What it does, in order:
+1. checks the settings, creates the strategy, finds the SentencePiece model and checks it
+   against the model (vocabulary size, special ids);
+2. reads the task's data (`task.load`) and builds its features;
+3. builds the model (from `init_checkpoint` or a preset) and compiles it with the fine-tuning
+   defaults (AdamW, warmup + linear decay over exactly `num_train_steps`, clipping);
+4. restores the newest checkpoint of `output_dir/checkpoints` with the evaluation history and
+   best metric saved beside it (exact resume: model, optimizer, step, data position, history);
+5. trains with `fit` in chunks that end at multiples of `save_checkpoints_steps` (and at
+   `num_train_steps`); after each chunk it scores the dev set, keeps the best weights by the
+   task's main metric (`best.weights.h5`), rewrites `eval_results.json`, writes TensorBoard
+   summaries (`logs/train`: loss, learning rate, examples/s; `logs/eval`: every dev metric) and
+   saves a checkpoint;
+6. loads the best weights, saves `model.keras` and `finetune.json`, writes the test predictions
+   and exports for TF Serving.
+
+SIGTERM and Ctrl-C stop training at the next step, save a checkpoint and raise `Preempted`;
+re-running the same command continues from it. After SIGKILL the run continues from the last
+checkpoint and ends with the same history, best checkpoint and final weights as an uninterrupted
+run (tested on CPU with a fixed seed).
+
+>>> from albert_tf.finetune.classification import ClassificationData, SentenceClassificationTask
+>>> params = FinetuneParams(output_dir="/tmp/mrpc", init_checkpoint="pretrained/")  # doctest: +SKIP
+>>> task = SentenceClassificationTask(ClassificationData(task_name="mrpc", data_dir="glue"))  # doctest: +SKIP
+>>> run_finetuning(params, task)["best"]  # doctest: +SKIP
+{'step': 800, 'metric': 'accuracy', 'value': 0.87}
+"""
+import dataclasses
+import os
+import time
+import uuid
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import files
+from albert_tf.finetune import inputs
+from albert_tf.finetune.params import FinetuneParams, validate
+from albert_tf.settings import InvalidFlagError
+from albert_tf.train import checkpointing, strategy as strategy_lib, summaries
+from albert_tf.train.checkpointing import Preempted
+
+__all__ = ["FinetuneParams", "run_finetuning", "Preempted", "InvalidFlagError"]
+
+STATE_PREFIX = "state-"
+MODEL_FILE = "model.keras"
+INFO_FILE = "finetune.json"
+RESULTS_FILE = "eval_results.json"
+BEST_WEIGHTS = "best.weights.h5"
+RUN_FILE = "run.json"
+
+
+# ----------------------------------------------------------------------------- set-up checks
+def _pretrained_directory(path):
+    """`path` if it is a model directory; a one-line error for run directories and the like."""
+    from albert_tf.models import io
+
+    if not tf.io.gfile.isdir(path):
+        raise InvalidFlagError(f"--init_checkpoint={path}: not a directory (expected a model "
+                               f"directory written by albert_tf.save)")
+    present = set(tf.io.gfile.listdir(path))
+    present = {name.rstrip("/") for name in present}
+    if io.CONFIG_FILE in present:
+        return path
+    if "export" in present and ("checkpoints" in present or "albert_config.json" in present):
+        raise InvalidFlagError(f"--init_checkpoint={path} is a run_pretraining output directory; "
+                               f"use its exported model: --init_checkpoint={path.rstrip('/')}"
+                               f"/export")
+    if INFO_FILE in present:
+        raise InvalidFlagError(f"--init_checkpoint={path} is a fine-tuning output directory; "
+                               "start from a pretrained model directory (config.json + weights)")
+    raise InvalidFlagError(f"--init_checkpoint={path} has no {io.CONFIG_FILE} (found "
+                           f"{', '.join(sorted(present)) or 'nothing'}); expected a directory "
+                           "written by albert_tf.save or scripts/convert_checkpoint.py")
+
+
+def resolve_vocabulary(params, config):
+    """The SentencePiece model path, checked against the model's vocabulary.
+
+    The vocabulary size must equal the config's `vocab_size`; when the model directory holds its
+    own spm.model and another file is given, the special ids ([CLS], [SEP], <pad>, <unk>,
+    [MASK]) must agree (a different piece table is logged as a warning).
+    """
+    from albert_tf.models import io
+    from albert_tf.text.tokenizer import SentencePieceTokenizer
+
+    own = io.spm_model_path(params.init_checkpoint) if params.init_checkpoint else None
+    path = params.spm_model_file or own
+    if path is None:
+        raise InvalidFlagError(f"--spm_model_file is required: {params.init_checkpoint or 'a preset'}"
+                               " has no spm.model")
+    flag = "--spm_model_file" if params.spm_model_file else "--init_checkpoint's spm.model"
+    try:
+        tokenizer = SentencePieceTokenizer(path, lower_case=params.do_lower_case)
+    except (OSError, ValueError) as e:
+        raise InvalidFlagError(f"{flag}={path}: {e}") from None
+    if config is not None and tokenizer.vocab_size != config.vocab_size:
+        raise InvalidFlagError(
+            f"{flag}={path} has {tokenizer.vocab_size} pieces but the model "
+            f"({params.init_checkpoint or params.preset}) has vocab_size {config.vocab_size}: "
+            "the tokenizer does not belong to this model")
+    if own and params.spm_model_file and own != params.spm_model_file:
+        reference = SentencePieceTokenizer(own, lower_case=params.do_lower_case)
+        ids = ("cls_id", "sep_id", "pad_id", "unk_id", "mask_id")
+        differing = [k for k in ids if getattr(reference, k) != getattr(tokenizer, k)]
+        if differing:
+            raise InvalidFlagError(
+                f"--spm_model_file={path}: special ids differ from the model's own {own} "
+                f"({', '.join(f'{k} {getattr(tokenizer, k)} vs {getattr(reference, k)}' for k in differing)})")
+        if tokenizer.sp.serialized_model_proto() != reference.sp.serialized_model_proto():
+            logging.warning("--spm_model_file=%s differs from the model's own %s (same size and "
+                            "special ids): make sure it is the pretraining vocabulary", path, own)
+    return path
+
+
+def _load_config(params):
+    from albert_tf.config import AlbertConfig, list_presets
+    from albert_tf.models import io
+
+    if params.init_checkpoint:
+        directory = _pretrained_directory(params.init_checkpoint)
+        try:
+            return AlbertConfig.from_json_file(f"{directory.rstrip('/')}/{io.CONFIG_FILE}")
+        except (ValueError, KeyError, TypeError) as e:
+            raise InvalidFlagError(f"--init_checkpoint={directory}: {e}") from None
+    if params.preset not in list_presets():
+        raise InvalidFlagError(f"--preset={params.preset!r} is not one of "
+                               f"{', '.join(list_presets())}")
+    return None  # the preset's vocabulary size comes from the SentencePiece model
+
+
+def _backbone(params, vocab_size):
+    from albert_tf.config import AlbertConfig
+    from albert_tf.models.backbone import AlbertModel
+    from albert_tf.models.head_model import load_backbone
+
+    dropout = params.albert_dropout
+    if params.init_checkpoint:
+        return load_backbone(params.init_checkpoint, dropout, dropout)
+    overrides = {"vocab_size": vocab_size}
+    if dropout is not None:
+        overrides.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return AlbertModel(AlbertConfig.from_preset(params.preset, **overrides))
+
+
+# ----------------------------------------------------------------------------- run state
+class RunState:
+    """The evaluation history and best result, saved beside each checkpoint (`state-<step>.json`
+    in the checkpoint directory) so a restored checkpoint comes with its own history."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.history = []
+        self.best = None
+
+    def _path(self, step):
+        return os.path.join(self.directory, f"{STATE_PREFIX}{step}.json")
+
+    def restore(self, step):
+        values = files.read_json(self._path(step))
+        self.history, self.best = values["history"], values["best"]
+
+    def save(self, step, keep_steps):
+        """Writes the state of `step` and removes those of checkpoints no longer kept."""
+        files.write_json(self._path(step), {"history": self.history, "best": self.best})
+        keep = {f"{STATE_PREFIX}{s}.json" for s in keep_steps} | {f"{STATE_PREFIX}{step}.json"}
+        for name in tf.io.gfile.listdir(self.directory):
+            if name.startswith(STATE_PREFIX) and name.endswith(".json") and name not in keep:
+                tf.io.gfile.remove(os.path.join(self.directory, name))
+
+
+class _StopWhenRequested(keras.callbacks.Callback):
+    """Stops `fit` after the current step once SIGTERM or Ctrl-C was received."""
+
+    def __init__(self, watcher):
+        super().__init__()
+        self.watcher = watcher
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.watcher.requested:
+            self.model.stop_training = True
+
+
+def _checkpoint_steps(checkpointer):
+    return [int(path.rsplit("-", 1)[-1]) for path in checkpointer.manager.checkpoints]
+
+
+def _check_same_run(params, task, model, output_dir):
+    """Refuses an output directory that holds a run of another model or task."""
+    current = {"model": model.backbone.config.to_dict(), "task": task.name,
+               "num_classes": int(model.num_classes)}
+    path = os.path.join(output_dir, RUN_FILE)
+    if tf.io.gfile.exists(path):
+        previous = files.read_json(path)
+        differing = sorted(k for k in set(current["model"]) | set(previous.get("model", {}))
+                           if current["model"].get(k) != previous.get("model", {}).get(k))
+        for key in ("task", "num_classes"):
+            if previous.get(key) != current[key]:
+                differing.append(key)
+        if differing:
+            detail = ", ".join(
+                f"{k}: {previous.get('model', {}).get(k, previous.get(k))} there vs "
+                f"{current['model'].get(k, current.get(k))} now" for k in differing[:4])
+            raise InvalidFlagError(
+                f"--output_dir={output_dir} holds a run of another model or task ({detail}); "
+                "use a new --output_dir")
+    else:
+        files.write_json(path, current)
+
+
+# ----------------------------------------------------------------------------- the runner
+class _Finetuner:
+    """State of one run; `run_finetuning` is the public entry point."""
+
+    def __init__(self, params, task, strategy):
+        self.p = params
+        self.task = task
+        self.strategy = strategy
+        self.tpu = strategy_lib.is_tpu(strategy)
+        self.transform = task.input_transform()
+        self.dev = self.dev_features = None
+        if "dev" in task.loaded_splits:
+            self.dev_features = task.features("dev")
+            self.dev = inputs.eval_dataset(self.dev_features, params.eval_batch_size,
+                                           self.transform, pad_to_batch=self.tpu)
+        self.train_features = task.features("train") if params.do_train else None
+        self.baselines = task.baselines() if self.dev is not None else {}
+        for name, value in self.baselines.items():
+            logging.info("%s: %s", name.replace("_", " "), value)
+        self.checkpointer = None
+        self.state = RunState(os.path.join(params.output_dir, "checkpoints"))
+
+    def build(self, vocab_size):
+        p = self.p
+        with self.strategy.scope():
+            self.model = self.task.build_model(_backbone(p, vocab_size),
+                                               dropout=p.classifier_dropout)
+            self.model.compile(learning_rate=p.learning_rate, num_train_steps=p.num_train_steps,
+                               warmup_steps=p.warmup_steps,
+                               weight_decay_rate=p.weight_decay_rate, global_clipnorm=p.clip_norm,
+                               steps_per_execution=p.steps_per_execution)
+            self.model.build_optimizer()
+        self.optimizer = self.model.optimizer
+        self.checkpointer = checkpointing.Checkpointer(
+            os.path.join(p.output_dir, "checkpoints"), self.model, self.optimizer,
+            max_to_keep=p.keep_checkpoint_max)
+
+    @property
+    def step(self):
+        return int(self.optimizer.iterations.numpy())
+
+    def restore(self):
+        _check_same_run(self.p, self.task, self.model, self.p.output_dir)
+        path = self.checkpointer.latest()
+        if not path:
+            return None
+        try:
+            self.checkpointer.restore_latest()
+        except (AssertionError, ValueError, tf.errors.OpError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InvalidFlagError(f"--output_dir={self.p.output_dir}: cannot resume from {path} "
+                                   f"({first[:200]}); it holds a run of another model: use a "
+                                   "new --output_dir") from None
+        try:
+            self.state.restore(self.step)
+        except FileNotFoundError:
+            raise InvalidFlagError(f"--output_dir={self.p.output_dir}: {path} has no "
+                                   f"{STATE_PREFIX}{self.step}.json beside it (written by an "
+                                   "older albert_tf?); use a new --output_dir") from None
+        logging.info("Resuming from %s at step %d (%d evaluations so far)", path, self.step,
+                     len(self.state.history))
+        return path
+
+    # ------------------------------------------------------------------ evaluation
+    def predict(self, split, features, dataset):
+        outputs = self.model.predict(dataset, verbose=0)
+        outputs = np.asarray(outputs)[:len(features)]
+        return self.task.postprocess(outputs, split)
+
+    def evaluate(self, step, writer):
+        began = time.time()
+        metrics = self.task.evaluate(self.predict("dev", self.dev_features, self.dev), "dev")
+        main = self.task.main_metric
+        value = float(metrics[main])
+        state = self.state
+        improved = state.best is None or value > state.best["value"]
+        if improved:
+            state.best = {"step": int(step), "metric": main, "value": value}
+            target = os.path.join(self.p.output_dir, BEST_WEIGHTS)
+            tmp = os.path.join(self.p.output_dir, f".best-{uuid.uuid4().hex}.weights.h5")
+            self.model.save_weights(tmp)
+            tf.io.gfile.rename(tmp, target, overwrite=True)
+        state.history.append({"step": int(step), **{f"eval_{k}": v for k, v in metrics.items()}})
+        files.write_json(os.path.join(self.p.output_dir, RESULTS_FILE),
+                         {"best": state.best, "baselines": self.baselines,
+                          "history": state.history})
+        writer.scalars(step, {k: v for k, v in metrics.items() if isinstance(v, (int, float))})
+        shown = self.task.headline_metrics(metrics)
+        logging.info("eval at step %d: %s (%.1fs)%s", step, ", ".join(
+            f"{k} {v:.4f}" for k, v in shown.items() if isinstance(v, float)),
+            time.time() - began, " new best" if improved else "")
+        return metrics
+
+    def save(self):
+        step = self.step
+        self.state.save(step, _checkpoint_steps(self.checkpointer) + [step])
+        path = self.checkpointer.save()
+        self.state.save(step, _checkpoint_steps(self.checkpointer))
+        return path
+
+    # ------------------------------------------------------------------ training
+    def train(self, train_writer, eval_writer):
+        p = self.p
+        step = start = self.step
+        if step >= p.num_train_steps:
+            logging.info("Step %d >= --num_train_steps=%d: training is complete", step,
+                         p.num_train_steps)
+            return
+        logging.info("Training steps %d -> %d: %d training rows, batch %d on %d replica(s), "
+                     "evaluation and checkpoint every %d steps", step, p.num_train_steps,
+                     len(self.train_features), p.train_batch_size,
+                     self.strategy.num_replicas_in_sync, p.save_checkpoints_steps)
+        seconds_per_step = None
+        with checkpointing.PreemptionWatcher(signals=checkpointing.STOP_SIGNALS) as watcher:
+            while step < p.num_train_steps:
+                boundary = min((step // p.save_checkpoints_steps + 1) * p.save_checkpoints_steps,
+                               p.num_train_steps)
+                dataset = inputs.train_dataset(self.train_features, p.train_batch_size, p.seed,
+                                               start_step=step, transform=self.transform)
+                began = time.time()
+                history = self.model.fit(dataset, epochs=1, steps_per_epoch=boundary - step,
+                                         verbose=p.verbose, shuffle=False,
+                                         callbacks=[_StopWhenRequested(watcher)])
+                elapsed = time.time() - began
+                done = self.step - step
+                step = self.step
+                if done and (seconds_per_step is None or step - done > start):
+                    seconds_per_step = elapsed / done  # the first chunk includes tracing
+                loss = float(history.history["loss"][-1]) if history.history.get("loss") else \
+                    float("nan")
+                learning_rate = float(keras.ops.convert_to_numpy(
+                    self.optimizer.learning_rate))
+                rate = done * p.train_batch_size / max(elapsed, 1e-9)
+                logging.info("step %d/%d (%.0f%%) | loss %.4f | lr %.2e | %.1f examples/s | "
+                             "ETA %s", step, p.num_train_steps, 100.0 * step / p.num_train_steps,
+                             loss, learning_rate, rate, summaries.format_duration(
+                                 (seconds_per_step or 0.0) * (p.num_train_steps - step)))
+                if not np.isfinite(loss):
+                    raise FloatingPointError(
+                        f"the training loss is {loss} at step {step}; the newest checkpoint "
+                        f"({self.checkpointer.latest()}) is the last good one. Lower "
+                        "--learning_rate or check the data")
+                train_writer.scalars(step, {"loss": loss, "learning_rate": learning_rate,
+                                            "examples_per_second": rate})
+                if step == boundary and self.dev is not None:
+                    self.evaluate(step, eval_writer)
+                path = self.save()
+                if watcher.requested:
+                    raise Preempted(step, path)
+
+    # ------------------------------------------------------------------ outputs
+    def finish(self, eval_writer):
+        p = self.p
+        state = self.state
+        step = self.step  # loading the best weights below also loads their optimizer step
+        if self.dev is not None and not state.history:
+            self.evaluate(self.step, eval_writer)  # --do_train=false: score the given model
+        best_path = os.path.join(p.output_dir, BEST_WEIGHTS)
+        if state.best is not None and tf.io.gfile.exists(best_path):
+            self.model.load_weights(best_path)
+            logging.info("Loaded the best weights: %s %.4f at step %d", state.best["metric"],
+                         state.best["value"], state.best["step"])
+        model_path = os.path.join(p.output_dir, MODEL_FILE)
+        tmp = os.path.join(p.output_dir, f".model-{uuid.uuid4().hex}.keras")
+        self.model.save(tmp)
+        tf.io.gfile.rename(tmp, model_path, overwrite=True)
+        info_path = os.path.join(p.output_dir, INFO_FILE)
+        info = {"task": self.task.describe(), "step": step, "best": state.best,
+                "params": dataclasses.asdict(p)}
+        results = {"global_step": step, "best": state.best, "history": state.history,
+                   "model": self.model, "output_dir": p.output_dir}
+        if "test" in self.task.loaded_splits:
+            features = self.task.features("test")
+            dataset = inputs.eval_dataset(features, p.eval_batch_size, self.transform,
+                                          pad_to_batch=self.tpu)
+            predictions = self.predict("test", features, dataset)
+            self.task.write_predictions(predictions, "test", p.output_dir)
+        if p.export_dir:
+            previous = files.read_json(info_path) if tf.io.gfile.exists(info_path) else {}
+            exported = previous.get("export")
+            if (exported and previous.get("step") == step and
+                    previous.get("best") == state.best and tf.io.gfile.exists(exported)):
+                logging.info("This model was already exported to %s", exported)
+            else:
+                exported = self.task.export(self.model, p.export_dir)
+                logging.info("SavedModel for TF Serving: %s", exported)
+            info["export"] = results["export"] = exported
+        files.write_json(info_path, info)
+        return results
+
+
+def run_finetuning(params, task, strategy=None):
+    """Fine-tunes (or resumes fine-tuning) `task` as `params` say; returns a results dict.
+
+    Keys: global_step, best ({"step", "metric", "value"} or None), history (one dict per
+    evaluation), model (the keras.Model with the best weights loaded), output_dir, export (the
+    SavedModel version path, with `export_dir`).
+
+    Raises InvalidFlagError (settings, naming the flag), DataError / FileNotFoundError (data,
+    naming the file and line), StrategyError, and Preempted after saving a checkpoint on SIGTERM
+    or Ctrl-C.
+    """
+    from albert_tf.train.task import set_precision
+
+    validate(params)
+    config = _load_config(params)
+    spm_model_file = resolve_vocabulary(params, config)
+    if strategy is None:
+        strategy = strategy_lib.create_strategy(params.strategy, tpu=params.tpu,
+                                                logical_cpus=params.logical_cpus)
+    replicas = strategy.num_replicas_in_sync
+    for flag in ("train_batch_size", "eval_batch_size"):
+        if getattr(params, flag) % replicas:
+            raise InvalidFlagError(f"--{flag}={getattr(params, flag)} is not divisible by the "
+                                   f"{replicas} replicas of --strategy={params.strategy}")
+    # Seed before any tokenizer exists: tf.random.set_seed clears TF's kernel cache, which
+    # deletes the SentencePiece resources of tokenizers created earlier.
+    keras.utils.set_random_seed(params.seed)
+    task.configure_text(spm_model_file, lower_case=params.do_lower_case,
+                        seq_length=params.max_seq_length, static_shapes=strategy_lib.is_tpu(
+                            strategy))
+    wanted = [s for s, on in (("train", params.do_train), ("dev", params.do_eval),
+                              ("test", params.do_predict)) if on]
+    task.load(wanted)
+    tf.io.gfile.makedirs(params.output_dir)
+    previous_policy = keras.config.dtype_policy()
+    set_precision(params.precision)
+    try:
+        runner = _Finetuner(params, task, strategy)
+        runner.build(task.vocab_size)
+    finally:
+        keras.config.set_dtype_policy(previous_policy)  # the model keeps its own policy
+    logs = os.path.join(params.output_dir, "logs")
+    train_writer = summaries.SummaryWriter(logs, "train")
+    eval_writer = summaries.SummaryWriter(logs, "eval")
+    try:
+        runner.restore()
+        if params.do_train:
+            runner.train(train_writer, eval_writer)
+        return runner.finish(eval_writer)
+    finally:
+        train_writer.close()
+        eval_writer.close()
+        runner.checkpointer.close()

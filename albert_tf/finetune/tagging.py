@@ -1,0 +1,237 @@
+"""Token classification (NER, chunking, POS tagging) as a `FinetuneTask`.
+
+Examples are sentences of words with one tag each, read from CoNLL-2003 column files or JSON
+lines (`albert_tf.data.conll`; IOB1 / IOB2 / IOBES tags become IOB2). Each word is split into
+SentencePiece pieces; the first piece of a word carries its tag, the others are ignored in the
+loss and the metrics; a sentence longer than the window is covered by sliding windows
+(`albert_tf.text.word_windows`, `--stride`), and each word is scored in the window where it has
+the most context. Metrics are the CoNLL evaluation's (entity-level precision, recall and F1 with
+exact span and type, overall and per type) plus token accuracy; the best checkpoint is chosen by
+entity F1 (token accuracy for a plain tag set such as POS tags). The export tags raw text.
+
+>>> task = TokenClassificationTask(TaggingData(task_name="ner", train_file="train.txt"))
+>>> task.name, task.kind
+('ner', 'token_classification')
+"""
+import dataclasses
+import os
+from typing import List, Optional
+
+import keras
+import numpy as np
+from absl import logging
+
+from albert_tf import files
+from albert_tf.data import conll
+from albert_tf.data.docstring_entities import DOCSTRING_CODE, docstring_code_splits
+from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.models.entity_metrics import entity_scores, most_frequent_tag_baseline
+from albert_tf.models.preprocessor import AlbertPreprocessor
+from albert_tf.models.token_classifier import AlbertTokenClassifier
+from albert_tf.settings import InvalidFlagError, setting
+from albert_tf.text.word_windows import WordWindows, window_labels, window_sizes, word_logits
+
+PREDICTIONS_FILE = "test_predictions.txt"
+
+
+@dataclasses.dataclass
+class TaggingData:
+    """Where the tagged sentences come from (the data flags of scripts/run_token_classifier.py)."""
+
+    task_name: str = setting("ner", "Name of the task (logs, finetune.json); 'docstring-code' "
+                             "without files is the built-in task (find the code in docstrings "
+                             "of the installed packages).")
+    train_file: Optional[str] = setting(None, "Training file: CoNLL columns (word first, blank "
+                                        "lines between sentences) or .jsonl with tokens/tags.")
+    dev_file: Optional[str] = setting(None, "Evaluation file (same format).")
+    test_file: Optional[str] = setting(None, "File to tag (CoNLL: words in column 0; JSONL: "
+                                       "tokens).")
+    tag_column: int = setting(-1, "CoNLL files: the column of the tag (0 is the word; -1 the "
+                              "last, as CoNLL-2003's NER column).")
+    tag_scheme: str = setting("auto", "Tag scheme of the files (converted to IOB2); auto "
+                              "detects it per file.", choices=conll.SCHEMES + ("auto",))
+    tokens_key: str = setting("tokens", "JSONL files: the key of the word list.")
+    tags_key: str = setting("tags", "JSONL files: the key of the tag list.")
+    labels: Optional[List[str]] = setting(None, "Tag names in id order (default: the tags of "
+                                          "--train_file, O first).")
+    stride: Optional[int] = setting(None, "Pieces between the starts of the sliding windows over "
+                                    "a sentence longer than max_seq_length - 2 (default: half "
+                                    "a window).")
+
+
+def _has_entities(labels):
+    return any(label[:2] in ("B-", "I-") for label in labels)
+
+
+class TokenClassificationTask(FinetuneTask):
+    """Tagging of words (see the module docstring).
+
+    Args:
+        data: a `TaggingData` (files, tag column and scheme, labels, stride).
+        seed: unused (the files fix the splits); kept for the runner's interface.
+        labels: known tag names (when rebuilding a finished task; no data is read then).
+    """
+
+    kind = "token_classification"
+
+    def __init__(self, data, seed=0, labels=None):
+        self.data = data
+        self.labels = list(labels) if labels else (list(data.labels) if data.labels else None)
+        self.sentences = {}
+        self.windows = {}
+        self.tag_ids = {}
+        self.preprocessor = None
+
+    # ------------------------------------------------------------------ description
+    @property
+    def name(self):
+        return self.data.task_name
+
+    @property
+    def main_metric(self):
+        if self.labels is not None and not _has_entities(self.labels):
+            return "token_accuracy"
+        return "f1"
+
+    @property
+    def vocab_size(self):
+        return self.preprocessor.vocab_size
+
+    @property
+    def loaded_splits(self):
+        return tuple(self.sentences)
+
+    def configure_text(self, spm_model, lower_case=True, seq_length=512, static_shapes=False):
+        try:
+            window_sizes(seq_length, self.data.stride)
+        except ValueError as e:
+            raise InvalidFlagError(f"--{e}".replace("--seq_length", "--max_seq_length")) from None
+        self.preprocessor = AlbertPreprocessor(spm_model, lower_case=lower_case,
+                                               seq_length=seq_length)
+
+    def _read(self, split, path):
+        flag = f"--{split}_file"
+        if not path:
+            raise InvalidFlagError(f"{flag} is required (its split is requested)")
+        return conll.read_tagged(path, self.data.tag_column, scheme=self.data.tag_scheme,
+                                 labelled=split != "test", tokens_key=self.data.tokens_key,
+                                 tags_key=self.data.tags_key)
+
+    def _builtin_splits(self, splits):
+        documents = docstring_code_splits()
+        out = {}
+        for split in splits:
+            sentences = [s for document in documents[split] for s in document]
+            out[split] = conll.TaggedSentences(
+                [w for w, _ in sentences], [t for _, t in sentences],
+                f"builtin:docstrings ({DOCSTRING_CODE}) {split}",
+                list(range(1, len(sentences) + 1)), scheme="iob2", word_per_line=False)
+        return out
+
+    def load(self, splits):
+        paths = {"train": self.data.train_file, "dev": self.data.dev_file,
+                 "test": self.data.test_file}
+        if self.name == DOCSTRING_CODE and not any(paths.values()):
+            self.sentences = self._builtin_splits([s for s in ("train", "dev", "test")
+                                                   if s in splits])
+        for split in ("train", "dev", "test"):
+            if split in splits and split not in self.sentences:
+                self.sentences[split] = self._read(split, paths[split])
+        if self.labels is None:
+            if "train" not in self.sentences:
+                raise InvalidFlagError("--labels is required without --do_train (the tags "
+                                       "come from --train_file otherwise)")
+            self.labels = conll.tag_vocabulary(self.sentences["train"].tags)
+        if len(set(self.labels)) != len(self.labels):
+            raise InvalidFlagError(f"--labels has duplicates: {self.labels}")
+        for split, sentences in self.sentences.items():
+            if sentences.tags is not None:
+                self.tag_ids[split] = conll.tags_to_ids(sentences.tags, self.labels, sentences)
+            windows = WordWindows.build(sentences.words, self.preprocessor,
+                                        self.preprocessor.seq_length, self.data.stride)
+            self.windows[split] = windows
+            logging.info("%s: %d sentences, %d words from %s (%s tags); %d windows of %d "
+                         "pieces, %d sentences longer than one window", split, len(sentences),
+                         int(windows.words_per_sentence.sum()), sentences.source,
+                         sentences.scheme or "no", windows.num_windows, windows.seq_length,
+                         windows.num_long_sentences)
+        logging.info("Tags (%d): %s", len(self.labels), ", ".join(self.labels))
+
+    def build_model(self, backbone, dropout=0.1):
+        return AlbertTokenClassifier(backbone, num_classes=len(self.labels), dropout=dropout,
+                                     labels=self.labels)
+
+    # ------------------------------------------------------------------ data
+    def features(self, split):
+        windows = self.windows[split]
+        labels = (window_labels(windows, self.tag_ids[split]) if split in self.tag_ids
+                  else None)
+        return Features(windows.inputs, labels)
+
+    def baselines(self):
+        train, dev = self.sentences.get("train"), self.sentences.get("dev")
+        if train is None or dev is None or dev.tags is None:
+            return {}
+        predicted = most_frequent_tag_baseline(train.words, train.tags).predict(dev.words)
+        scores = self._scores(dev.tags, predicted)
+        return {f"dev_most_frequent_tag_{k}": scores[k] for k in ("f1", "token_accuracy")
+                if k in scores}
+
+    # ------------------------------------------------------------------ outputs
+    def postprocess(self, outputs, split):
+        per_sentence = word_logits(self.windows[split], outputs)
+        tags, scores = [], []
+        for logits in per_sentence:
+            logits = np.asarray(logits, np.float64)
+            shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+            tags.append([self.labels[i] for i in probabilities.argmax(axis=-1)])
+            scores.append(probabilities.max(axis=-1))
+        return {"tags": tags, "scores": scores}
+
+    def _scores(self, gold, predicted):
+        if _has_entities(self.labels):
+            return entity_scores(gold, predicted)
+        correct = sum(g == p for gs, ps in zip(gold, predicted) for g, p in zip(gs, ps))
+        total = sum(len(gs) for gs in gold)
+        return {"token_accuracy": correct / max(total, 1)}
+
+    def evaluate(self, predictions, split):
+        results = self._scores(self.sentences[split].tags, predictions["tags"])
+        results["num_sentences"] = len(self.sentences[split])
+        return results
+
+    def headline_metrics(self, metrics):
+        """Overall scores only (the per-type ones are in eval_results.json and TensorBoard)."""
+        return {k: v for k, v in metrics.items()
+                if k in ("precision", "recall", "f1", "token_accuracy")}
+
+    def write_predictions(self, predictions, split, output_dir):
+        """test_predictions.txt: CoNLL columns "word<TAB>tag", a blank line after each sentence."""
+        lines = []
+        for words, tags in zip(self.sentences[split].words, predictions["tags"]):
+            lines.extend(f"{w}\t{t}" for w, t in zip(words, tags))
+            lines.append("")
+        files.write_atomic(os.path.join(output_dir, PREDICTIONS_FILE), "\n".join(lines) + "\n")
+        logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split,
+                     os.path.join(output_dir, PREDICTIONS_FILE))
+
+    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+        from albert_tf.export.entities import export_token_classifier
+
+        return export_token_classifier(model, self.preprocessor, export_dir,
+                                       seq_length=seq_length or self.preprocessor.seq_length,
+                                       stride=self.data.stride if not seq_length else None,
+                                       version=version, labels=self.labels,
+                                       write_warmup=write_warmup)
+
+    def describe(self):
+        return {"kind": self.kind, "name": self.name, "data": dataclasses.asdict(self.data),
+                "labels": list(self.labels),
+                "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)}
+
+    @classmethod
+    def from_description(cls, description):
+        task = cls(TaggingData(**description["data"]), labels=description["labels"])
+        task.preprocessor = keras.saving.deserialize_keras_object(description["preprocessor"])
+        return task

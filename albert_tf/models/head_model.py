@@ -1,0 +1,248 @@
+"""`AlbertHeadModel`: what every fine-tuning model shares (backbone, dropout, dense logits,
+fine-tuning optimizer defaults, `from_pretrained`, Keras serialization).
+
+A subclass chooses what the head reads (`head_input`: the pooled [CLS] vector for
+`AlbertClassifier`, the sequence output for `AlbertTokenClassifier`) and its default loss and
+metrics (`default_loss`, `default_metrics`).
+
+`compile()` with "auto" arguments uses the original AdamW (`AdamWeightDecay`, LayerNorm and
+biases excluded from decay), peak lr 2e-5 warmed up linearly over 10% of the steps and decayed
+linearly to 0, global-norm clipping at 1.0. Without `num_train_steps`, the first `fit` sets it to
+epochs x steps per epoch.
+
+Large and xlarge v2 models are known to diverge or stay at chance when fine-tuned with higher
+rates or small batches (google-research/albert #197, #207; keras-hub #831): keep lr <= 2e-5
+(1e-5 or 5e-6 for xlarge), keep warmup and clipping.
+"""
+import dataclasses
+import math
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.models import io
+from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
+from albert_tf.optim.optimizers import AdamWeightDecay
+from albert_tf.optim.schedules import WarmupPolynomialDecay
+
+
+def default_optimizer(learning_rate=2e-5, num_train_steps=None, warmup_steps=None,
+                      warmup_ratio=0.1, weight_decay_rate=0.01, global_clipnorm=1.0):
+    """The fine-tuning optimizer: AdamW with linear warmup and decay (a constant rate without
+    `num_train_steps`).
+
+    >>> optimizer = default_optimizer(1e-4, num_train_steps=100)
+    >>> type(optimizer).__name__, float(optimizer.learning_rate)
+    ('AdamWeightDecay', 0.0)
+    """
+    if learning_rate <= 0:
+        raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
+    if num_train_steps is not None and num_train_steps < 1:
+        raise ValueError(f"num_train_steps must be >= 1, got {num_train_steps}")
+    if not 0.0 <= warmup_ratio < 1.0:
+        raise ValueError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
+    schedule = learning_rate
+    if num_train_steps:
+        warmup = (int(warmup_steps) if warmup_steps is not None
+                  else int(round(warmup_ratio * num_train_steps)))
+        schedule = WarmupPolynomialDecay(learning_rate, decay_steps=int(num_train_steps),
+                                         warmup_steps=warmup, power=1.0)
+    return AdamWeightDecay(learning_rate=schedule, weight_decay_rate=weight_decay_rate,
+                           epsilon=1e-6, global_clipnorm=global_clipnorm)
+
+
+def load_backbone(directory, hidden_dropout_prob=None, attention_probs_dropout_prob=None,
+                  dtype=None):
+    """The backbone saved in `directory`, optionally with other dropout rates (Table 14's
+    "ALBERT DR" column: 0.1 for QQP, RTE, WNLI, RACE)."""
+    backbone = io.load_backbone(directory, dtype=dtype)
+    overrides = {k: v for k, v in (("hidden_dropout_prob", hidden_dropout_prob),
+                                   ("attention_probs_dropout_prob",
+                                    attention_probs_dropout_prob)) if v is not None}
+    if not overrides:
+        return backbone
+    replaced = AlbertModel(dataclasses.replace(backbone.config, **overrides),
+                           dtype=backbone.dtype_policy, name=backbone.name)
+    replaced.set_weights(backbone.get_weights())
+    return replaced
+
+
+class AlbertHeadModel(keras.Model):
+    """Base class: backbone -> `head_input` -> dropout -> dense float32 logits.
+
+    Args:
+        backbone: an `AlbertModel`.
+        num_classes: output width. Defaults to len(labels) or 2.
+        dropout: dropout before the dense layer (the original hard-codes 0.1).
+        labels: optional label names in id order; kept in the config and used by exports.
+        name: model name.
+    """
+
+    default_name = "albert_head_model"
+
+    def __init__(self, backbone, num_classes=None, dropout=0.1, labels=None, name=None,
+                 **kwargs):
+        if not isinstance(backbone, AlbertModel):
+            raise TypeError(f"{type(self).__name__} needs an AlbertModel backbone, got "
+                            f"{type(backbone).__name__}")
+        labels = None if labels is None else [str(label) for label in labels]
+        if num_classes is None:
+            num_classes = len(labels) if labels else 2
+        if not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+        if labels is not None and len(labels) != num_classes:
+            raise ValueError(f"labels has {len(labels)} names but num_classes is {num_classes}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        kwargs.setdefault("dtype", backbone.dtype_policy)
+        super().__init__(name=name or self.default_name, **kwargs)
+        self.backbone = backbone
+        self.num_classes = num_classes
+        self.dropout_rate = float(dropout)
+        self.labels = labels
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        # Logits (and the loss) stay in float32 under mixed precision.
+        self.logits = keras.layers.Dense(
+            num_classes, dtype="float32", name="logits",
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=backbone.config.initializer_range))
+        self._auto_compile = None
+        self._auto_steps_pending = False
+        self.build()
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.logits.build((None, self.backbone.config.hidden_size))
+        self.built = True
+
+    # ------------------------------------------------------------------ forward
+    def head_input(self, backbone_outputs):
+        """The backbone output the head reads (subclasses)."""
+        raise NotImplementedError
+
+    def call(self, inputs, training=False):
+        if isinstance(inputs, dict):
+            # Keras' symbolic build under a tf.distribute strategy feeds a MEAN-reduced (float)
+            # copy of the first batch; ids are integers, so cast such inputs back.
+            inputs = {k: inputs[k] if inputs[k].dtype.is_integer else tf.cast(inputs[k], tf.int32)
+                      for k in INPUT_KEYS if k in inputs}
+        features = self.head_input(self.backbone(inputs, training=training))
+        return self.logits(self.dropout(features, training=training))
+
+    # ------------------------------------------------------------------ construction helpers
+    @classmethod
+    def from_pretrained(cls, directory, num_classes=None, dropout=0.1, labels=None,
+                        hidden_dropout_prob=None, attention_probs_dropout_prob=None, dtype=None,
+                        **kwargs):
+        """A model on the backbone saved in `directory` (by `albert_tf.models.io.save`).
+
+        `hidden_dropout_prob` / `attention_probs_dropout_prob` override the backbone config's
+        dropout (the paper's "ALBERT DR" column of Table 14).
+        """
+        backbone = load_backbone(directory, hidden_dropout_prob, attention_probs_dropout_prob,
+                                 dtype)
+        logging.info("%s on %s (%s classes)", cls.__name__, directory,
+                     num_classes or (len(labels) if labels else 2))
+        return cls(backbone, num_classes=num_classes, dropout=dropout, labels=labels, **kwargs)
+
+    # ------------------------------------------------------------------ training defaults
+    def default_loss(self):
+        raise NotImplementedError
+
+    def default_metrics(self):
+        raise NotImplementedError
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", *, learning_rate=2e-5,
+                num_train_steps=None, warmup_steps=None, warmup_ratio=0.1,
+                weight_decay_rate=0.01, global_clipnorm=1.0, **kwargs):
+        """`keras.Model.compile` with fine-tuning defaults for "auto" arguments.
+
+        optimizer="auto": `default_optimizer(learning_rate, num_train_steps, warmup_steps,
+        warmup_ratio, weight_decay_rate, global_clipnorm)`; if `num_train_steps` is None, the
+        first `fit` sets it to epochs x steps per epoch. loss/metrics="auto": the subclass's
+        defaults. Other keyword arguments (steps_per_execution, jit_compile, ...) go to Keras.
+        """
+        if optimizer == "auto":
+            self._auto_compile = dict(
+                loss=loss, metrics=metrics, learning_rate=learning_rate,
+                warmup_steps=warmup_steps, warmup_ratio=warmup_ratio,
+                weight_decay_rate=weight_decay_rate, global_clipnorm=global_clipnorm, **kwargs)
+            optimizer = default_optimizer(learning_rate, num_train_steps, warmup_steps,
+                                          warmup_ratio, weight_decay_rate, global_clipnorm)
+            self._auto_steps_pending = num_train_steps is None
+        else:
+            self._auto_compile = None
+            self._auto_steps_pending = False
+        if loss == "auto":
+            loss = self.default_loss()
+        if metrics == "auto":
+            metrics = self.default_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, steps_per_epoch=None, **kwargs):
+        if self._auto_compile is not None and self._auto_steps_pending:
+            steps = _infer_steps(x, y, batch_size, epochs, steps_per_epoch,
+                                 kwargs.get("initial_epoch", 0))
+            settings = dict(self._auto_compile)
+            logging.info("%s: %d training steps: linear warmup over %s steps, then linear "
+                         "decay", type(self).__name__, steps, settings["warmup_steps"] if
+                         settings["warmup_steps"] is not None else
+                         int(round(settings["warmup_ratio"] * steps)))
+            self.compile(num_train_steps=steps, **settings)
+        self.build_optimizer()
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                           steps_per_epoch=steps_per_epoch, **kwargs)
+
+    def build_optimizer(self):
+        """Creates the optimizer's variables now (in the strategy's scope).
+
+        Under a tf.distribute strategy, creating them inside the traced step fails
+        (keras#23085, not fixed in 3.15); a checkpoint restore also needs them to exist.
+        """
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None and not optimizer.built:
+            with self.distribute_strategy.scope():
+                optimizer.build(self.trainable_variables)
+
+    def compile_from_config(self, config):
+        """Restores the compiled state saved in a `.keras` file (optimizer, loss, metrics)."""
+        config = keras.saving.deserialize_keras_object(config)
+        self._auto_compile = None
+        self._auto_steps_pending = False
+        keras.Model.compile(self, **config)
+        if getattr(self, "optimizer", None) is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def get_config(self):
+        return {"backbone": keras.saving.serialize_keras_object(self.backbone),
+                "num_classes": self.num_classes, "dropout": self.dropout_rate,
+                "labels": self.labels, "name": self.name, "trainable": self.trainable,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+def _infer_steps(x, y, batch_size, epochs, steps_per_epoch, initial_epoch):
+    if steps_per_epoch is None:
+        if isinstance(x, tf.data.Dataset):
+            cardinality = int(x.cardinality())
+            if cardinality < 0:
+                raise ValueError(
+                    "compile() was called without num_train_steps and the dataset's length "
+                    "is unknown or infinite: pass steps_per_epoch to fit() or "
+                    "num_train_steps to compile()")
+            steps_per_epoch = cardinality
+        else:
+            if y is None or batch_size is None:
+                raise ValueError("compile() was called without num_train_steps: pass "
+                                 "steps_per_epoch (or arrays and batch_size) to fit()")
+            steps_per_epoch = math.ceil(len(y) / batch_size)
+    return max(1, int(steps_per_epoch) * (int(epochs) - int(initial_epoch)))

@@ -1,0 +1,31 @@
+"""Fine-tunes ALBERT to tag words (NER, chunking, POS) with keras.Model.fit.
+
+CoNLL-2003 column files (word first, the tag in --tag_column, blank lines between sentences;
+IOB1, IOB2 and IOBES tags are converted to IOB2) or JSON lines {"tokens": [...], "tags": [...]}:
+
+    python scripts/run_token_classifier.py --train_file=conll/eng.train \\
+        --dev_file=conll/eng.testa --init_checkpoint=pretrained/ --output_dir=out/ner \\
+        --max_seq_length=128 --learning_rate=5e-5 --num_train_steps=3000 --export_dir=/models/ner
+
+Every --save_checkpoints_steps steps the dev set is scored (entity precision, recall and F1 as
+the CoNLL evaluation counts them, per type, and token accuracy) and a checkpoint is saved; the
+best weights by entity F1 are kept, saved as model.keras and, with --export_dir, exported for
+TF Serving (raw text in, entities with character offsets out). Re-running the same command after
+an interruption resumes where it stopped. Flags: albert_tf.finetune.params (training) and
+albert_tf.finetune.tagging.TaggingData (data).
+"""
+
+from absl import app
+
+from albert_tf.finetune import cli
+from albert_tf.finetune.tagging import TaggingData, TokenClassificationTask
+
+cli.define_finetune_flags(TaggingData)
+
+
+def main(argv):
+    return cli.run_from_flags(argv, TaggingData, TokenClassificationTask)
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=cli.parse_flags_or_fail)

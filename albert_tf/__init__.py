@@ -5,13 +5,27 @@
 >>> model = albert_tf.AlbertModel(config)
 """
 from albert_tf import _env
+from albert_tf._lazy import lazy_attributes
 
 _env.check_versions()
 _env.check_backend()
 
 __version__ = "0.1.0"
 
-# Public names, imported lazily so that `import albert_tf` stays cheap.
+# Modules that register Keras-serializable classes ("albert_tf>AlbertClassifier", ...). They are
+# imported with the package, so `keras.saving.load_model` finds every saved albert_tf model after
+# a bare `import albert_tf`. Worker processes that never build a model (pretraining-data
+# creation) set ALBERT_TF_LIGHT_IMPORT=1 and skip them, and with them TensorFlow.
+SERIALIZABLE_MODULES = (
+    "albert_tf.layers.embedding", "albert_tf.layers.encoder", "albert_tf.layers.heads",
+    "albert_tf.models.backbone", "albert_tf.models.pretrainer", "albert_tf.models.classifier",
+    "albert_tf.models.token_classifier", "albert_tf.models.question_answering",
+    "albert_tf.models.multiple_choice", "albert_tf.models.preprocessor",
+    "albert_tf.optim.optimizers", "albert_tf.optim.schedules", "albert_tf.text.layers",
+)
+LIGHT_IMPORT_ENV = "ALBERT_TF_LIGHT_IMPORT"
+
+# Public names, imported on first use.
 _EXPORTS = {
     "AlbertConfig": "albert_tf.config",
     "list_presets": "albert_tf.config",
@@ -24,13 +38,17 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
 
 
-def __dir__():
-    return sorted(list(globals()) + list(_EXPORTS))
+def _register_serializable_classes():
+    import importlib
+    import os
+
+    if os.environ.get(LIGHT_IMPORT_ENV) == "1":
+        return
+    for module in SERIALIZABLE_MODULES:
+        importlib.import_module(module)
+
+
+_register_serializable_classes()

@@ -1,6 +1,6 @@
 """Exports a SavedModel for TF Serving that takes raw text (EXPORT_DIR/<version>/).
 
-A fine-tuned model (the --output_dir of run_classifier.py or run_token_classifier.py):
+A fine-tuned model (the --output_dir of any run_*.py fine-tuning script):
 
     python scripts/export_saved_model.py --model_dir=out/mrpc --export_dir=/models/mrpc
 
@@ -46,7 +46,7 @@ def _export_finetuned(write_warmup):
     for name in (MODEL_FILE, INFO_FILE):
         if not tf.io.gfile.exists(os.path.join(FLAGS.model_dir, name)):
             cli.fail(f"--model_dir={FLAGS.model_dir} has no {name} (is it the --output_dir of a "
-                     "finished run_classifier.py or run_token_classifier.py?)")
+                     "finished run_*.py fine-tuning script?)")
     info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
     task = task_from_description(info["task"])
     model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)

@@ -4,11 +4,14 @@
 >>> convert_checkpoint("original", "albert_base/model.ckpt-best", "albert_base_tf2",
 ...                    spm_model_file="albert_base/30k-clean.model")  # doctest: +SKIP
 
-Fine-tuned heads (`AlbertClassifier`, `AlbertTokenClassifier`) convert between a Hugging Face
-AlbertForSequenceClassification / AlbertForTokenClassification directory and an albert_tf head
-directory: `model.keras` (the whole model, as the fine-tuning runner saves it) beside the
-backbone directory that `albert_tf.models.io.save` writes (config.json, backbone.weights.h5,
-optionally spm.model), so `AlbertClassifier.from_pretrained(directory)` can also start from it.
+Fine-tuned heads (`AlbertClassifier`, `AlbertTokenClassifier`, `AlbertQuestionAnswerer`,
+`AlbertMultipleChoice`) convert between a Hugging Face AlbertForSequenceClassification /
+AlbertForTokenClassification / AlbertForQuestionAnswering / AlbertForMultipleChoice directory and
+an albert_tf head directory: `model.keras` (the whole model, as the fine-tuning runner saves it)
+beside the backbone directory that `albert_tf.models.io.save` writes (config.json,
+backbone.weights.h5, optionally spm.model), so `AlbertClassifier.from_pretrained(directory)` can
+also start from it. Fine-tuned SQuAD heads (`AlbertQuestionAnswerer`, `AlbertSquadV2Model`) also
+convert to and from the original's TF1 checkpoints (run_squad_v1.py / run_squad_v2.py).
 """
 import os
 import shutil
@@ -33,12 +36,14 @@ def head_model_file(path):
 
 
 def load_head_model(path):
-    """The `AlbertClassifier` / `AlbertTokenClassifier` saved at `path` (a .keras file or a
+    """The fine-tuned head model (an `AlbertHeadModel`) saved at `path` (a .keras file or a
     directory holding model.keras), uncompiled."""
     import keras
     import tensorflow as tf
 
-    from albert_tf.models import classifier, token_classifier  # noqa: F401  (registers them)
+    # Imported to register the head model classes for deserialization.
+    from albert_tf.models import classifier, multiple_choice  # noqa: F401
+    from albert_tf.models import question_answering, token_classifier  # noqa: F401
     from albert_tf.models.head_model import AlbertHeadModel
 
     keras_file = head_model_file(path)
@@ -54,8 +59,8 @@ def load_head_model(path):
     finally:
         shutil.rmtree(local, ignore_errors=True)
     if not isinstance(model, AlbertHeadModel):
-        raise ValueError(f"{path}: {HEAD_MODEL_FILE} holds a {type(model).__name__}, not an "
-                         f"AlbertClassifier or AlbertTokenClassifier")
+        raise ValueError(f"{path}: {HEAD_MODEL_FILE} holds a {type(model).__name__}, not a "
+                         f"fine-tuned head model (AlbertHeadModel)")
     return model
 
 
@@ -83,24 +88,40 @@ def _is_huggingface_head(path, ignore_variables):
     """Whether `path` is an HF fine-tuned head to keep (its classifier is not ignored)."""
     import re
 
-    from albert_tf.convert.huggingface import HEAD_ARCHITECTURES, huggingface_architecture
+    from albert_tf.convert.huggingface import (HEAD_ARCHITECTURES, head_weight,
+                                               huggingface_architecture)
 
-    if huggingface_architecture(path) not in HEAD_ARCHITECTURES:
+    architecture = huggingface_architecture(path)
+    if architecture not in HEAD_ARCHITECTURES:
         return False
-    return not any(re.search(p, "classifier.weight") for p in ignore_variables)
+    return not any(re.search(p, head_weight(architecture)) for p in ignore_variables)
+
+
+def _is_original_head(path, ignore_variables):
+    """Whether the TF1 checkpoint at `path` holds a fine-tuned SQuAD head to keep."""
+    import re
+
+    from albert_tf.convert.original import (read_original_checkpoint, resolve_checkpoint_prefix,
+                                            squad_head)
+
+    checkpoint = read_original_checkpoint(resolve_checkpoint_prefix(path))
+    return squad_head(checkpoint, [re.compile(p) for p in ignore_variables]) is not None
 
 
 def read_model(source_format, path, config_file=None, ignore_variables=()):
     """The model in an original TF1 checkpoint, an HF directory or an albert_tf directory.
 
-    An AlbertPretrainer, or for fine-tuned heads (an HF AlbertForSequenceClassification /
-    AlbertForTokenClassification whose classifier is not ignored, an albert_tf directory or file
-    with model.keras) an AlbertClassifier / AlbertTokenClassifier.
+    An AlbertPretrainer, or for fine-tuned heads (an HF head architecture or an original SQuAD
+    checkpoint whose head is not ignored, an albert_tf directory or file with model.keras) the
+    head model (AlbertClassifier, AlbertTokenClassifier, AlbertQuestionAnswerer,
+    AlbertSquadV2Model, AlbertMultipleChoice).
     """
     from albert_tf.convert.huggingface import from_huggingface, head_model_from_huggingface
-    from albert_tf.convert.original import from_original
+    from albert_tf.convert.original import from_original, head_model_from_original
 
     if source_format == "original":
+        if _is_original_head(path, ignore_variables):
+            return head_model_from_original(path, config_file, ignore_variables=ignore_variables)
         return from_original(path, config_file, ignore_variables=ignore_variables)
     if config_file is not None:
         raise ValueError(f"A config file is read from the {source_format} directory itself; "
@@ -121,10 +142,11 @@ def read_model(source_format, path, config_file=None, ignore_variables=()):
 
 def write_model(model, target_format, output_dir, spm_model_file=None):
     """Writes `model` (a pretrainer or a head model) as an albert_tf directory, an HF directory
-    or (pretrainers only) an original TF1 checkpoint."""
+    or (pretrainers and SQuAD models) an original TF1 checkpoint."""
     from albert_tf.convert.huggingface import head_model_to_huggingface, to_huggingface
-    from albert_tf.convert.original import to_original
+    from albert_tf.convert.original import head_model_to_original, to_original
     from albert_tf.models.head_model import AlbertHeadModel
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
 
     if target_format not in TARGET_FORMATS:
         raise ValueError(f"Unknown target format {target_format!r}; expected one of "
@@ -136,6 +158,8 @@ def write_model(model, target_format, output_dir, spm_model_file=None):
             save_head_model(model, output_dir, spm_model_file=spm_model_file)
         elif target_format == "huggingface":
             head_model_to_huggingface(model, output_dir)
+        elif isinstance(model, (AlbertQuestionAnswerer, AlbertSquadV2Model)):
+            head_model_to_original(model, output_dir)
         else:
             raise ValueError(f"A fine-tuned {type(model).__name__} cannot be written as an "
                              f"original TF1 checkpoint (pretraining models only); convert it to "
@@ -152,7 +176,7 @@ def write_model(model, target_format, output_dir, spm_model_file=None):
 def convert_checkpoint(source_format, input_path, output_dir, target_format="albert_tf",
                        config_file=None, spm_model_file=None, ignore_variables=()):
     """Reads `input_path` in `source_format`, writes `output_dir` in `target_format`, returns the
-    model (an AlbertPretrainer, or an AlbertClassifier / AlbertTokenClassifier)."""
+    model (an AlbertPretrainer or a fine-tuned head model)."""
     if source_format == target_format:
         raise ValueError(f"source and target format are both {source_format!r}: nothing to convert")
     model = read_model(source_format, input_path, config_file, ignore_variables)

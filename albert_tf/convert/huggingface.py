@@ -6,9 +6,12 @@ table `names.HUGGINGFACE`. Export writes the AlbertForPreTraining layout. In an 
 "gelu" is the exact erf GELU and "gelu_new" the tanh one; `AlbertConfig` keeps that apart.
 
 Fine-tuned heads: `head_model_from_huggingface` reads AlbertForSequenceClassification (into an
-`AlbertClassifier`) and AlbertForTokenClassification (into an `AlbertTokenClassifier`) through
-`names.HUGGINGFACE_CLASSIFIER` (the same backbone rows plus `classifier.*`), and
-`head_model_to_huggingface` writes them back with their labels (id2label / label2id).
+`AlbertClassifier`), AlbertForTokenClassification (`AlbertTokenClassifier`) and
+AlbertForMultipleChoice (`AlbertMultipleChoice`) through `names.HUGGINGFACE_CLASSIFIER` (the
+same backbone rows plus `classifier.*`), and AlbertForQuestionAnswering
+(`AlbertQuestionAnswerer`) through `names.HUGGINGFACE_QUESTION_ANSWERING` (`qa_outputs.*`);
+`head_model_to_huggingface` writes them back (classifiers with their labels, id2label /
+label2id). HF has no counterpart of `AlbertSquadV2Model` (see `albert_tf.convert.original`).
 
 HF always has the E -> H projection (`embedding_hidden_mapping_in`); ours exists only when
 E != H. A checkpoint with E == H therefore converts only if that projection is the identity
@@ -42,9 +45,23 @@ _EXPORT_EXTRAS = dict(model_type="albert", architectures=["AlbertForPreTraining"
                       pad_token_id=0, bos_token_id=2, eos_token_id=3)
 SEQUENCE_CLASSIFICATION = "AlbertForSequenceClassification"
 TOKEN_CLASSIFICATION = "AlbertForTokenClassification"
-HEAD_ARCHITECTURES = (SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION)
-_CLASSIFIER = ("classifier.weight", "classifier.bias")
+QUESTION_ANSWERING = "AlbertForQuestionAnswering"
+MULTIPLE_CHOICE = "AlbertForMultipleChoice"
+# Each fine-tuned head architecture -> its name table.
+HEAD_TABLES = {SEQUENCE_CLASSIFICATION: names.HUGGINGFACE_CLASSIFIER,
+               TOKEN_CLASSIFICATION: names.HUGGINGFACE_CLASSIFIER,
+               QUESTION_ANSWERING: names.HUGGINGFACE_QUESTION_ANSWERING,
+               MULTIPLE_CHOICE: names.HUGGINGFACE_CLASSIFIER}
+HEAD_ARCHITECTURES = tuple(HEAD_TABLES)
+_NO_POOLER = (TOKEN_CLASSIFICATION, QUESTION_ANSWERING)  # built with add_pooling_layer=False
 _POOLER = tuple(r.source for r in names.HUGGINGFACE_CLASSIFIER if r.part == "pooler")
+DEFAULT_NUM_CHOICES = 4  # RACE; HF's config does not store it (our exports add num_choices)
+
+
+def head_weight(architecture):
+    """The head's weight tensor of an HF head architecture, e.g. "classifier.weight"."""
+    return next(rule.source for rule in HEAD_TABLES[architecture]
+                if rule.part == "classifier" and rule.source.endswith(".weight"))
 
 
 def read_huggingface_config(path):
@@ -162,10 +179,12 @@ def from_huggingface(directory, ignore_variables=()):
     checkpoint = read_huggingface_checkpoint(directory, config)
     ignored = _ignored(checkpoint, ignore_variables)
     architecture = huggingface_architecture(directory)
-    if architecture in HEAD_ARCHITECTURES and not _is_ignored(_CLASSIFIER[0], ignored):
+    if architecture in HEAD_ARCHITECTURES and not _is_ignored(head_weight(architecture),
+                                                              ignored):
+        layer = head_weight(architecture).split(".")[0]
         raise ConversionError(
-            f"{directory} holds an {architecture} (a fine-tuned classifier head); read it with "
-            f"head_model_from_huggingface, or pass ignore_variables=[r'^classifier\\.'] to take "
+            f"{directory} holds an {architecture} (a fine-tuned head); read it with "
+            f"head_model_from_huggingface, or pass ignore_variables=[r'^{layer}\\.'] to take "
             f"its backbone only")
     pretrainer = AlbertPretrainer(AlbertModel(config))
     load_weights(pretrainer, checkpoint, names.HUGGINGFACE, ignored=ignored,
@@ -228,21 +247,30 @@ def _head_dropout(values):
     return float(rate)
 
 
-def head_model_from_huggingface(directory, ignore_variables=()):
-    """An `AlbertClassifier` or `AlbertTokenClassifier` from a fine-tuned HF ALBERT directory.
+def head_model_from_huggingface(directory, ignore_variables=(), num_choices=None):
+    """The albert_tf head model of a fine-tuned HF ALBERT directory.
 
     Args:
         directory: what `save_pretrained(directory, safe_serialization=True)` wrote for an
-            AlbertForSequenceClassification or AlbertForTokenClassification (config.json
-            `architectures` says which).
+            AlbertForSequenceClassification, AlbertForTokenClassification,
+            AlbertForQuestionAnswering or AlbertForMultipleChoice (config.json `architectures`
+            says which).
         ignore_variables: regexes (re.search, on the stored names) of tensors to skip on purpose.
+        num_choices: choices per example of a multiple-choice model (default: config.json's
+            `num_choices`, which our exports write, else 4 as RACE).
 
     Returns:
-        The head model: `num_classes` from num_labels / id2label, `labels` the id2label names in
-        id order (None for HF's LABEL_i placeholders), `dropout` HF's classifier dropout, and
-        `classifier.weight` / `.bias` in its `logits` layer. num_labels == 1 (or problem_type
-        "regression") is an `AlbertClassifier` regression model. HF's token classifier has no
-        pooler; the `AlbertTokenClassifier` keeps its own (unused) initial one.
+        - AlbertForSequenceClassification / AlbertForTokenClassification: an `AlbertClassifier`
+          / `AlbertTokenClassifier`: `num_classes` from num_labels / id2label, `labels` the
+          id2label names in id order (None for HF's LABEL_i placeholders), `dropout` HF's
+          classifier dropout, and `classifier.weight` / `.bias` in its `logits` layer.
+          num_labels == 1 (or problem_type "regression") is a regression `AlbertClassifier`.
+        - AlbertForQuestionAnswering: an `AlbertQuestionAnswerer` (`qa_outputs` [2, H] in its
+          `logits`; dropout 0 as HF).
+        - AlbertForMultipleChoice: an `AlbertMultipleChoice` (`classifier` [1, H] in its
+          `logits`; dropout HF's classifier_dropout_prob).
+        HF's token classifier and question answerer have no pooler; ours keep their own
+        (unused) initial one.
 
     Example:
         >>> from albert_tf.convert import head_model_from_huggingface
@@ -251,8 +279,6 @@ def head_model_from_huggingface(directory, ignore_variables=()):
         ['entailment', 'neutral', 'contradiction']
     """
     from albert_tf.models.backbone import AlbertModel
-    from albert_tf.models.classifier import AlbertClassifier
-    from albert_tf.models.token_classifier import AlbertTokenClassifier
 
     config_path = os.path.join(directory, CONFIG_FILE)
     config = read_huggingface_config(config_path)
@@ -263,41 +289,60 @@ def head_model_from_huggingface(directory, ignore_variables=()):
             f"{config_path}: architectures is {values.get('architectures')!r}; "
             f"head_model_from_huggingface reads {' or '.join(HEAD_ARCHITECTURES)} (use "
             f"from_huggingface for AlbertModel, AlbertForMaskedLM and AlbertForPreTraining)")
-    num_labels, labels = _head_labels(values, config_path)
-    problem_type = values.get("problem_type")
-    if architecture == SEQUENCE_CLASSIFICATION and problem_type not in (
-            None, "single_label_classification", "regression"):
-        raise ConversionError(
-            f"{config_path}: problem_type {problem_type!r} is not supported: AlbertClassifier is "
-            f"single-label (softmax) classification, or regression with num_labels=1")
-    if architecture == SEQUENCE_CLASSIFICATION and problem_type == "regression" and (
-            num_labels != 1):
-        raise ConversionError(
-            f"{config_path}: problem_type 'regression' with num_labels={num_labels}; "
-            f"AlbertClassifier regresses one score (num_labels=1)")
+    cls, arguments, (width, meaning) = _head_arguments(architecture, values, config_path,
+                                                       num_choices)
 
     checkpoint = read_huggingface_checkpoint(directory, config)
-    stored = checkpoint.shapes.get(_CLASSIFIER[0])
-    if stored is not None and len(stored) == 2 and stored[0] != num_labels:
-        raise ConversionError(
-            f"{checkpoint.location}: {_CLASSIFIER[0]} has shape {list(stored)}, i.e. {stored[0]} "
-            f"labels, but {config_path} gives {num_labels} (num_labels / id2label)")
-    cls = AlbertClassifier if architecture == SEQUENCE_CLASSIFICATION else AlbertTokenClassifier
-    model = cls(AlbertModel(config), num_classes=num_labels,
-                dropout=_head_dropout(values), labels=labels)
-    if architecture == TOKEN_CLASSIFICATION and not any(n in checkpoint.shapes for n in _POOLER):
-        # HF's token classifier has no pooler; ours keeps its initial one (it never reads it).
-        own = export_weights(model, names.HUGGINGFACE_CLASSIFIER)
+    weight = head_weight(architecture)
+    stored = checkpoint.shapes.get(weight)
+    if stored is not None and len(stored) == 2 and stored[0] != width:
+        raise ConversionError(f"{checkpoint.location}: {weight} has shape {list(stored)}, i.e. "
+                              f"{stored[0]} {meaning}")
+    model = cls(AlbertModel(config), **arguments)
+    table = HEAD_TABLES[architecture]
+    if architecture in _NO_POOLER and not any(n in checkpoint.shapes for n in _POOLER):
+        # HF built this head without a pooler; ours keeps its initial one (it never reads it).
+        own = export_weights(model, table)
         shapes = {**checkpoint.shapes, **{n: own[n].shape for n in _POOLER}}
         read = checkpoint.read
         checkpoint = Checkpoint(checkpoint.location, shapes,
                                 lambda name: own[name] if name in _POOLER else read(name),
                                 {n: checkpoint.display(n) for n in checkpoint.shapes})
-    load_weights(model, checkpoint, names.HUGGINGFACE_CLASSIFIER,
-                 ignored=_ignored(checkpoint, ignore_variables), config_source=config_path)
-    logging.info("%s: %s with %d labels%s", directory, type(model).__name__, num_labels,
-                 f" ({', '.join(labels)})" if labels else "")
+    load_weights(model, checkpoint, table, ignored=_ignored(checkpoint, ignore_variables),
+                 config_source=config_path)
+    logging.info("%s: %s %s", directory, type(model).__name__, arguments)
     return model
+
+
+def _head_arguments(architecture, values, path, num_choices):
+    """(model class, constructor arguments, (head width, what a wrong width means))."""
+    from albert_tf.models.classifier import AlbertClassifier
+    from albert_tf.models.multiple_choice import AlbertMultipleChoice
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer
+    from albert_tf.models.token_classifier import AlbertTokenClassifier
+
+    if architecture == QUESTION_ANSWERING:
+        return AlbertQuestionAnswerer, dict(dropout=0.0), (
+            2, f"outputs, but {QUESTION_ANSWERING} has 2 (start and end logits)")
+    if architecture == MULTIPLE_CHOICE:
+        choices = num_choices or values.get("num_choices", DEFAULT_NUM_CHOICES)
+        return AlbertMultipleChoice, dict(num_choices=choices, dropout=_head_dropout(values)), (
+            1, f"outputs, but {MULTIPLE_CHOICE} scores each choice with 1")
+    num_labels, labels = _head_labels(values, path)
+    problem_type = values.get("problem_type")
+    if architecture == SEQUENCE_CLASSIFICATION and problem_type not in (
+            None, "single_label_classification", "regression"):
+        raise ConversionError(
+            f"{path}: problem_type {problem_type!r} is not supported: AlbertClassifier is "
+            f"single-label (softmax) classification, or regression with num_labels=1")
+    if architecture == SEQUENCE_CLASSIFICATION and problem_type == "regression" and (
+            num_labels != 1):
+        raise ConversionError(
+            f"{path}: problem_type 'regression' with num_labels={num_labels}; "
+            f"AlbertClassifier regresses one score (num_labels=1)")
+    cls = AlbertClassifier if architecture == SEQUENCE_CLASSIFICATION else AlbertTokenClassifier
+    return cls, dict(num_classes=num_labels, dropout=_head_dropout(values), labels=labels), (
+        num_labels, f"labels, but {path} gives {num_labels} (num_labels / id2label)")
 
 
 def huggingface_config(config):
@@ -346,45 +391,66 @@ def _write(directory, config, values, tensors):
 
 
 def head_model_to_huggingface(model, directory):
-    """Writes an `AlbertClassifier` / `AlbertTokenClassifier` as an HF directory.
+    """Writes a fine-tuned head model as an HF directory.
 
-    The layout is AlbertForSequenceClassification / AlbertForTokenClassification (no pooler for
-    the latter), so `AlbertForXxx.from_pretrained(directory)` loads it with no missing or
-    unexpected keys and computes the same logits. config.json carries num_labels, id2label /
-    label2id (the model's labels, or HF's LABEL_i), classifier_dropout_prob and, for
-    AlbertClassifier, problem_type ("regression" when num_classes == 1).
+    `AlbertClassifier` -> AlbertForSequenceClassification, `AlbertTokenClassifier` ->
+    AlbertForTokenClassification (no pooler), `AlbertQuestionAnswerer` ->
+    AlbertForQuestionAnswering (no pooler, `qa_outputs`), `AlbertMultipleChoice` ->
+    AlbertForMultipleChoice; `AlbertForXxx.from_pretrained(directory)` then loads it with no
+    missing or unexpected keys and computes the same logits. config.json carries, for the
+    classifiers, num_labels, id2label / label2id (the model's labels, or HF's LABEL_i),
+    classifier_dropout_prob and, for AlbertClassifier, problem_type ("regression" when
+    num_classes == 1); for multiple choice classifier_dropout_prob and num_choices.
 
     Example:
         >>> from albert_tf.convert import head_model_to_huggingface
         >>> head_model_to_huggingface(classifier, "/tmp/albert_mnli_hf")  # doctest: +SKIP
     """
     from albert_tf.models.classifier import AlbertClassifier
+    from albert_tf.models.multiple_choice import AlbertMultipleChoice
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
-    if isinstance(model, AlbertClassifier):
-        architecture = SEQUENCE_CLASSIFICATION
-    elif isinstance(model, AlbertTokenClassifier):
-        architecture = TOKEN_CLASSIFICATION
-    else:
+    architectures = ((AlbertClassifier, SEQUENCE_CLASSIFICATION),
+                     (AlbertTokenClassifier, TOKEN_CLASSIFICATION),
+                     (AlbertQuestionAnswerer, QUESTION_ANSWERING),
+                     (AlbertMultipleChoice, MULTIPLE_CHOICE))
+    architecture = next((a for cls, a in architectures if isinstance(model, cls)), None)
+    if isinstance(model, AlbertSquadV2Model):
+        raise TypeError("Hugging Face has no ALBERT model with the original's SQuAD v2 head "
+                        "(answerability and beam search); write an AlbertSquadV2Model with "
+                        "head_model_to_original, or keep it as an albert_tf model")
+    if architecture is None:
         raise TypeError(f"head_model_to_huggingface needs an AlbertClassifier or "
-                        f"AlbertTokenClassifier, got {type(model).__name__} (use to_huggingface "
-                        f"for an AlbertPretrainer)")
+                        f"AlbertTokenClassifier, got {type(model).__name__} (an "
+                        f"AlbertQuestionAnswerer or AlbertMultipleChoice also converts; use "
+                        f"to_huggingface for an AlbertPretrainer)")
+    config = model.backbone.config
+    values = huggingface_config(config)
+    values["architectures"] = [architecture]
+    if architecture == QUESTION_ANSWERING:
+        values["num_labels"] = 2  # the width of HF's qa_outputs: start and end
+    elif architecture == MULTIPLE_CHOICE:
+        values.update(classifier_dropout_prob=model.dropout_rate, num_choices=model.num_choices)
+    else:
+        values.update(_label_values(model), classifier_dropout_prob=model.dropout_rate)
+        if architecture == SEQUENCE_CLASSIFICATION:
+            values["problem_type"] = ("regression" if model.num_classes == 1
+                                      else "single_label_classification")
+    tensors = export_weights(model, HEAD_TABLES[architecture])
+    if architecture in _NO_POOLER:
+        for name in _POOLER:
+            del tensors[name]
+    _write(directory, config, values, tensors)
+
+
+def _label_values(model):
+    """num_labels, id2label and label2id of a classifier (HF's LABEL_i without labels)."""
     labels = model.labels or [f"LABEL_{i}" for i in range(model.num_classes)]
     if len(set(labels)) != len(labels):
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
         raise ConversionError(f"The model's labels repeat {duplicates}; HF's label2id needs "
                               f"distinct names")
-    config = model.backbone.config
-    values = huggingface_config(config)
-    values.update(architectures=[architecture], num_labels=model.num_classes,
-                  id2label={str(i): label for i, label in enumerate(labels)},
-                  label2id={label: i for i, label in enumerate(labels)},
-                  classifier_dropout_prob=model.dropout_rate)
-    if architecture == SEQUENCE_CLASSIFICATION:
-        values["problem_type"] = ("regression" if model.num_classes == 1
-                                  else "single_label_classification")
-    tensors = export_weights(model, names.HUGGINGFACE_CLASSIFIER)
-    if architecture == TOKEN_CLASSIFICATION:
-        for name in _POOLER:
-            del tensors[name]
-    _write(directory, config, values, tensors)
+    return dict(num_labels=model.num_classes,
+                id2label={str(i): label for i, label in enumerate(labels)},
+                label2id={label: i for i, label in enumerate(labels)})

@@ -13,10 +13,12 @@ A row is `Rule(source, target, transform, part)`:
             be in every checkpoint; "projection" exists exactly when E != H; "pooler",
             "masked_lm" and "sentence_order" may be absent as a whole (they are then freshly
             initialised, with a warning), but never half present. "classifier" (the dense
-            `logits` layer of a fine-tuning head model) is required.
+            `logits` layer of a fine-tuning head model) and "squad_v2" (the SQuAD v2 head of
+            `AlbertSquadV2Model`) are required.
 
-Our targets and their shapes in config terms are listed once in TARGET_SHAPES (None: the head
-model's number of classes, not a config field).
+Our targets and their shapes in config terms are listed once in TARGET_SHAPES (None: a size that
+is not a config field: the head model's number of classes, or 2 * hidden_size for the SQuAD v2
+layers that read two concatenated hidden states).
 """
 import collections
 import re
@@ -64,14 +66,31 @@ TARGET_SHAPES = {
     "masked_lm/output_bias": ("vocab_size",),
     "sentence_order/dense/kernel": ("hidden_size", 2),
     "sentence_order/dense/bias": (2,),
-    # AlbertClassifier / AlbertTokenClassifier (albert_tf.models.head_model): the `logits` layer.
+    # Every AlbertHeadModel (albert_tf.models.head_model): the `logits` layer (for
+    # AlbertSquadV2Model the start-logit layer, H -> 1).
     "logits/kernel": ("hidden_size", None),
     "logits/bias": (None,),
+    # AlbertSquadV2Model (albert_tf.models.question_answering): end logits and answerability.
+    "end_dense_0/kernel": (None, "hidden_size"),
+    "end_dense_0/bias": ("hidden_size",),
+    "end_layer_norm/gamma": ("hidden_size",),
+    "end_layer_norm/beta": ("hidden_size",),
+    "end_dense_1/kernel": ("hidden_size", 1),
+    "end_dense_1/bias": (1,),
+    "answer_dense_0/kernel": (None, "hidden_size"),
+    "answer_dense_0/bias": ("hidden_size",),
+    "answer_dense_1/kernel": ("hidden_size", 1),
 }
+BACKBONE_PARTS = ("embeddings", "projection", "encoder", "pooler")
 
 
 def is_stacked(target):
     return TARGET_SHAPES[target][:2] == ("groups", "inner")
+
+
+def backbone_rules(table):
+    """The rows of `table` that fill the backbone (what every head model shares)."""
+    return tuple(rule for rule in table if rule.part in BACKBONE_PARTS)
 
 
 # ------------------------------------------------------------------ original TF1 (albert_original.md 3.3)
@@ -109,6 +128,27 @@ ORIGINAL = (
     Rule("cls/predictions/output_bias", "masked_lm/output_bias", NONE, "masked_lm"),
     Rule("cls/seq_relationship/output_weights", "sentence_order/dense/kernel", TRANSPOSE, "sentence_order"),
     Rule("cls/seq_relationship/output_bias", "sentence_order/dense/bias", NONE, "sentence_order"),
+)
+
+# Fine-tuned SQuAD heads of the original run_squad_v1.py / run_squad_v2.py (albert_original.md
+# 3.3 and 7): the backbone rows plus the head. tf.layers.dense kernels are [in, out] like ours;
+# end_logits/dense_0 reads [h_i ; h_start] and answer_class/dense_0 [h_weighted ; h_CLS].
+ORIGINAL_SQUAD = backbone_rules(ORIGINAL) + (
+    Rule("cls/squad/output_weights", "logits/kernel", TRANSPOSE, "classifier"),
+    Rule("cls/squad/output_bias", "logits/bias", NONE, "classifier"),
+)
+ORIGINAL_SQUAD_V2 = backbone_rules(ORIGINAL) + (
+    Rule("start_logits/dense/kernel", "logits/kernel", NONE, "squad_v2"),
+    Rule("start_logits/dense/bias", "logits/bias", NONE, "squad_v2"),
+    Rule("end_logits/dense_0/kernel", "end_dense_0/kernel", NONE, "squad_v2"),
+    Rule("end_logits/dense_0/bias", "end_dense_0/bias", NONE, "squad_v2"),
+    Rule("end_logits/LayerNorm/gamma", "end_layer_norm/gamma", NONE, "squad_v2"),
+    Rule("end_logits/LayerNorm/beta", "end_layer_norm/beta", NONE, "squad_v2"),
+    Rule("end_logits/dense_1/kernel", "end_dense_1/kernel", NONE, "squad_v2"),
+    Rule("end_logits/dense_1/bias", "end_dense_1/bias", NONE, "squad_v2"),
+    Rule("answer_class/dense_0/kernel", "answer_dense_0/kernel", NONE, "squad_v2"),
+    Rule("answer_class/dense_0/bias", "answer_dense_0/bias", NONE, "squad_v2"),
+    Rule("answer_class/dense_1/kernel", "answer_dense_1/kernel", NONE, "squad_v2"),
 )
 
 # Training state in original checkpoints: never model weights, ignored explicitly (and logged).
@@ -158,13 +198,17 @@ HUGGINGFACE = (
     Rule("sop_classifier.classifier.bias", "sentence_order/dense/bias", NONE, "sentence_order"),
 )
 
-# AlbertForSequenceClassification / AlbertForTokenClassification: the backbone rows above plus
-# the dense `classifier` (torch [num_labels, H]). HF's token classifier has no pooler.
-HUGGINGFACE_CLASSIFIER = tuple(
-    rule for rule in HUGGINGFACE if rule.part in ("embeddings", "projection", "encoder", "pooler")
-) + (
+# AlbertForSequenceClassification / AlbertForTokenClassification / AlbertForMultipleChoice: the
+# backbone rows above plus the dense `classifier` (torch [num_labels, H]; [1, H] for multiple
+# choice). HF's token classifier has no pooler.
+HUGGINGFACE_CLASSIFIER = backbone_rules(HUGGINGFACE) + (
     Rule("classifier.weight", "logits/kernel", TRANSPOSE, "classifier"),
     Rule("classifier.bias", "logits/bias", NONE, "classifier"),
+)
+# AlbertForQuestionAnswering (no pooler): `qa_outputs` [2, H], start and end.
+HUGGINGFACE_QUESTION_ANSWERING = backbone_rules(HUGGINGFACE) + (
+    Rule("qa_outputs.weight", "logits/kernel", TRANSPOSE, "classifier"),
+    Rule("qa_outputs.bias", "logits/bias", NONE, "classifier"),
 )
 
 # Non-persistent buffers that older transformers versions saved; not weights.

@@ -4,6 +4,11 @@ Reads any name-based TF1 checkpoint the original code wrote (training checkpoint
 adam_m/adam_v slots and global_step, the released `model.ckpt-best`, TF-Hub exports whose
 variables carry a `module/` prefix), with any num_hidden_groups / inner_group_num, the pooler
 and the MLM and SOP heads, through the flat table `names.ORIGINAL`.
+
+Fine-tuned SQuAD heads (run_squad_v1.py's `cls/squad/*`, run_squad_v2.py's `start_logits/*`,
+`end_logits/*`, `answer_class/*`) convert with `head_model_from_original` /
+`head_model_to_original` to and from `AlbertQuestionAnswerer` / `AlbertSquadV2Model`, through
+`names.ORIGINAL_SQUAD` and `names.ORIGINAL_SQUAD_V2`.
 """
 import os
 import re
@@ -18,6 +23,12 @@ from albert_tf.convert.weights import (Checkpoint, ConversionError, check_whole_
                                        export_weights, load_weights, shared_groups)
 
 _HUB_PREFIX = "module/"
+# A variable that marks each fine-tuned SQuAD head -> (model class name, regex of its variables).
+SQUAD_HEADS = {
+    "cls/squad/output_weights": ("AlbertQuestionAnswerer", r"^cls/squad/"),
+    "start_logits/dense/kernel": ("AlbertSquadV2Model",
+                                  r"^(start_logits|end_logits|answer_class)/"),
+}
 
 
 def read_original_config(path):
@@ -94,17 +105,83 @@ def from_original(checkpoint_prefix, config_path=None, ignore_variables=()):
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.models.pretrainer import AlbertPretrainer
 
+    prefix, config_path, config, checkpoint, ignored = _read(checkpoint_prefix, config_path,
+                                                             ignore_variables)
+    head = squad_head(checkpoint, ignored)
+    if head is not None:
+        name, pattern = SQUAD_HEADS[head]
+        raise ConversionError(
+            f"{prefix} holds a fine-tuned SQuAD head ({head}, an {name}); read it with "
+            f"head_model_from_original, or pass ignore_variables=[{pattern!r}] to take its "
+            f"backbone only")
+    pretrainer = AlbertPretrainer(AlbertModel(config))
+    load_weights(pretrainer, checkpoint, names.ORIGINAL, ignored=ignored,
+                 config_source=config_path)
+    return pretrainer
+
+
+def _read(checkpoint_prefix, config_path, ignore_variables):
+    """(prefix, config path, AlbertConfig, Checkpoint, ignored regexes) of a TF1 checkpoint."""
     prefix = resolve_checkpoint_prefix(checkpoint_prefix)
     if config_path is None:
         config_path = os.path.join(os.path.dirname(prefix), "albert_config.json")
     config = read_original_config(config_path)
     logging.info("Converting original checkpoint %s with %s", prefix, config_path)
-    checkpoint = read_original_checkpoint(prefix)
-    pretrainer = AlbertPretrainer(AlbertModel(config))
     ignored = names.ORIGINAL_IGNORED + tuple(re.compile(p) for p in ignore_variables)
-    load_weights(pretrainer, checkpoint, names.ORIGINAL, ignored=ignored,
-                 config_source=config_path)
-    return pretrainer
+    return prefix, config_path, config, read_original_checkpoint(prefix), ignored
+
+
+def squad_head(checkpoint, ignored=()):
+    """The `SQUAD_HEADS` key of the SQuAD head `checkpoint` holds (not ignored), or None."""
+    found = [name for name in SQUAD_HEADS if name in checkpoint.shapes
+             and not any(p.search(name) for p in ignored)]
+    if len(found) > 1:
+        raise ConversionError(f"{checkpoint.location} holds both SQuAD heads ({', '.join(found)}); "
+                              f"ignore one with ignore_variables")
+    return found[0] if found else None
+
+
+def head_model_from_original(checkpoint_prefix, config_path=None, ignore_variables=(),
+                             start_n_top=5, end_n_top=5, dropout=None):
+    """The `AlbertQuestionAnswerer` or `AlbertSquadV2Model` of a fine-tuned original checkpoint.
+
+    Args:
+        checkpoint_prefix: what run_squad_v1.py / run_squad_v2.py saved (or its directory).
+        config_path: the albert_config.json (default: beside the checkpoint).
+        ignore_variables: regexes (re.search) of checkpoint variables to skip on purpose.
+        start_n_top, end_n_top: the v2 model's beam (the original's flags; not stored).
+        dropout: the head's dropout (default: 0 for v1 as the original, the original v2's
+            dropout_prob 0.1 for v2).
+
+    `cls/squad/output_weights` makes an AlbertQuestionAnswerer, `start_logits/dense/kernel`
+    an AlbertSquadV2Model. The pooler is read if present (the original saves it unused).
+
+    Example:
+        >>> from albert_tf.convert import head_model_from_original
+        >>> model = head_model_from_original("squad2_out/model.ckpt-best")  # doctest: +SKIP
+        >>> type(model).__name__  # doctest: +SKIP
+        'AlbertSquadV2Model'
+    """
+    from albert_tf.models.backbone import AlbertModel
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
+
+    prefix, config_path, config, checkpoint, ignored = _read(checkpoint_prefix, config_path,
+                                                             ignore_variables)
+    head = squad_head(checkpoint, ignored)
+    if head is None:
+        raise ConversionError(
+            f"{prefix} holds no fine-tuned SQuAD head (neither {' nor '.join(SQUAD_HEADS)}); "
+            f"read pretraining checkpoints with from_original")
+    if SQUAD_HEADS[head][0] == "AlbertQuestionAnswerer":
+        model = AlbertQuestionAnswerer(AlbertModel(config),
+                                       dropout=0.0 if dropout is None else dropout)
+        table = names.ORIGINAL_SQUAD
+    else:
+        model = AlbertSquadV2Model(AlbertModel(config), start_n_top=start_n_top,
+                                   end_n_top=end_n_top, dropout=0.1 if dropout is None else dropout)
+        table = names.ORIGINAL_SQUAD_V2
+    load_weights(model, checkpoint, table, ignored=ignored, config_source=config_path)
+    return model
 
 
 def write_tf1_checkpoint(prefix, arrays):
@@ -128,8 +205,41 @@ def to_original(pretrainer, directory, checkpoint_name="model.ckpt"):
     from albert_tf.models.pretrainer import AlbertPretrainer
 
     if not isinstance(pretrainer, AlbertPretrainer):
-        raise TypeError(f"to_original needs an AlbertPretrainer, got {type(pretrainer).__name__}")
-    config = pretrainer.backbone.config
+        raise TypeError(f"to_original needs an AlbertPretrainer, got {type(pretrainer).__name__}"
+                        f"{' (use head_model_to_original)' if _squad_table(pretrainer) else ''}")
+    return _write(pretrainer, names.ORIGINAL, directory, checkpoint_name)
+
+
+def _squad_table(model):
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
+
+    if isinstance(model, AlbertSquadV2Model):
+        return names.ORIGINAL_SQUAD_V2
+    if isinstance(model, AlbertQuestionAnswerer):
+        return names.ORIGINAL_SQUAD
+    return None
+
+
+def head_model_to_original(model, directory, checkpoint_name="model.ckpt"):
+    """Writes an `AlbertQuestionAnswerer` / `AlbertSquadV2Model` as the original's fine-tuned
+    SQuAD checkpoint (backbone with pooler + `cls/squad/*`, or the v2 head scopes) and its
+    albert_config.json; returns the checkpoint prefix.
+
+    Example:
+        >>> from albert_tf.convert import head_model_to_original
+        >>> head_model_to_original(squad_model, "/tmp/squad_tf1")  # doctest: +SKIP
+        '/tmp/squad_tf1/model.ckpt'
+    """
+    table = _squad_table(model)
+    if table is None:
+        raise TypeError(f"head_model_to_original needs an AlbertQuestionAnswerer or "
+                        f"AlbertSquadV2Model, got {type(model).__name__}")
+    return _write(model, table, directory, checkpoint_name)
+
+
+def _write(model, table, directory, checkpoint_name):
+    """albert_config.json + the TF1 checkpoint of `model` named by `table`; the prefix."""
+    config = model.backbone.config
     groups = shared_groups(config)
     if config.hidden_act == "gelu_erf":
         logging.warning("hidden_act 'gelu_erf' has no name in the original albert_config.json "
@@ -139,7 +249,7 @@ def to_original(pretrainer, directory, checkpoint_name="model.ckpt"):
     values["num_hidden_groups"] = groups
     tf.io.gfile.makedirs(directory)
     prefix = os.path.join(directory, checkpoint_name)
-    write_tf1_checkpoint(prefix, export_weights(pretrainer, names.ORIGINAL))
+    write_tf1_checkpoint(prefix, export_weights(model, table))
     files.write_json(os.path.join(directory, "albert_config.json"), values)
     logging.info("Wrote an original TF1 checkpoint to %s", prefix)
     return prefix

@@ -1,6 +1,7 @@
 """albert_tf.data: corpora, pretraining-instance creation, the TFRecord schema and tf.data pipelines.
 
-Modules (imported explicitly; this package imports nothing so that worker processes stay light):
+Modules (each imported on first use, `albert_tf.data.corpora` included, so that worker processes
+stay light):
 - `corpora`: `iter_documents(spec, ...)`, documents as lists of sentences (files, gs://, TFDS, builtin).
 - `masking`: ALBERT's n-gram whole-word masking (pure Python, seeded).
 - `instances`: segments A/B and SOP/NSP labels for one document.
@@ -9,3 +10,6 @@ Modules (imported explicitly; this package imports nothing so that worker proces
 - `pretraining`: `create_pretraining_data(...)`, the streaming multi-process driver.
 - `pipeline`: `pretraining_dataset(...)` and `dynamic_masking_dataset(...)` for training.
 """
+from albert_tf._lazy import lazy_attributes  # noqa: E402
+
+__getattr__, __dir__ = lazy_attributes(__name__)

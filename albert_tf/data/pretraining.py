@@ -22,6 +22,7 @@ import collections
 import concurrent.futures
 import dataclasses
 import multiprocessing
+import os
 import time
 from typing import Iterable, Iterator, List, Optional
 
@@ -182,16 +183,27 @@ def _ordered_results(tasks: Iterator[tuple], num_workers: int, initargs: tuple) 
         for task in tasks:
             yield _run_task(task)
         return
+    import albert_tf
+
     context = multiprocessing.get_context("spawn")  # TF in the parent process is not fork-safe
-    with concurrent.futures.ProcessPoolExecutor(num_workers, mp_context=context, initializer=_init_worker,
-                                                initargs=initargs) as pool:
-        pending = collections.deque()
-        for task in tasks:
-            pending.append(pool.submit(_run_task, task))
-            if len(pending) >= 2 * num_workers:
+    previous = os.environ.get(albert_tf.LIGHT_IMPORT_ENV)
+    os.environ[albert_tf.LIGHT_IMPORT_ENV] = "1"  # the workers never build a model: no TF import
+    try:
+        with concurrent.futures.ProcessPoolExecutor(num_workers, mp_context=context,
+                                                    initializer=_init_worker,
+                                                    initargs=initargs) as pool:
+            pending = collections.deque()
+            for task in tasks:
+                pending.append(pool.submit(_run_task, task))
+                if len(pending) >= 2 * num_workers:
+                    yield pending.popleft().result()
+            while pending:
                 yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+    finally:
+        if previous is None:
+            os.environ.pop(albert_tf.LIGHT_IMPORT_ENV, None)
+        else:
+            os.environ[albert_tf.LIGHT_IMPORT_ENV] = previous
 
 
 def summarize(stats: dict, config: CreationConfig, elapsed: float, outputs: List[str],

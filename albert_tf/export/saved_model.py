@@ -109,6 +109,16 @@ def _warmup_batches(pair):
 
 
 def _write(archive, export_dir, version, pair, description, write_warmup):
+    return write_export(archive, export_dir, version, description, write_warmup,
+                        _warmup_batches(pair))
+
+
+def write_export(archive, export_dir, version, description, write_warmup, warmup_batches):
+    """Writes a keras.export.ExportArchive as EXPORT_DIR/<version> (a temporary directory
+    renamed into place), with assets.extra/albert_tf.json = `description` and, when
+    `write_warmup` (True, or "auto" with tensorflow-serving-api installed), TF Serving warmup
+    requests of `warmup_batches` (dicts of input name -> list of values) for serving_default.
+    Returns the version path."""
     with versions.publish_version(export_dir, version) as (tmp_dir, version):
         archive.write_out(tmp_dir, verbose=False)
         extra = os.path.join(tmp_dir, "assets.extra")
@@ -119,7 +129,7 @@ def _write(archive, export_dir, version, pair, description, write_warmup):
             logging.warning("tensorflow-serving-api is not installed: no warmup requests written "
                             "(pip install albert_tf[serving])")
         elif write_warmup:
-            warmup.write_warmup_requests(tmp_dir, "serving_default", _warmup_batches(pair))
+            warmup.write_warmup_requests(tmp_dir, "serving_default", list(warmup_batches))
     path = os.path.join(export_dir, str(version))
     logging.info("Exported %s to %s", description["kind"], path)
     return path

@@ -229,18 +229,21 @@ class SentenceClassificationTask(FinetuneTask):
         return results
 
     def write_predictions(self, predictions, split, output_dir):
-        """test_results.tsv (per-class probabilities, or the score) and submit_results.tsv
-        ("index<TAB>prediction" with label names, the GLUE submission format)."""
+        """<split>_results.tsv (per-class probabilities, or the score, one line per example)
+        and, for the test split, submit_results.tsv ("index<TAB>prediction" with label names,
+        the GLUE submission format)."""
         if self.spec.is_regression:
             results = [f"{s:.6f}" for s in predictions["scores"]]
             submit = results
         else:
             results = ["\t".join(f"{p:.6f}" for p in row) for row in predictions["probabilities"]]
             submit = [self.spec.labels[i] for i in predictions["labels"]]
-        files.write_atomic(os.path.join(output_dir, "test_results.tsv"),
+        files.write_atomic(os.path.join(output_dir, f"{split}_results.tsv"),
                            "\n".join(results) + "\n")
-        lines = ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(submit)]
-        files.write_atomic(os.path.join(output_dir, "submit_results.tsv"), "\n".join(lines) + "\n")
+        if split == "test":
+            lines = ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(submit)]
+            files.write_atomic(os.path.join(output_dir, "submit_results.tsv"),
+                               "\n".join(lines) + "\n")
         logging.info("Wrote %d %s predictions to %s", len(submit), split, output_dir)
 
     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):

@@ -35,12 +35,15 @@ def row_order(num_rows, seed, start=0):
 
 
 def _gather(features, with_labels):
+    """indices -> the rows of the inputs (and labels: an array or a dict of arrays)."""
     inputs = {k: tf.constant(v) for k, v in features.inputs.items()}
-    labels = tf.constant(features.labels) if with_labels else None
+    labels = tf.nest.map_structure(tf.constant, features.labels) if with_labels else None
 
     def take(indices):
         batch = {k: tf.gather(v, indices) for k, v in inputs.items()}
-        return (batch, tf.gather(labels, indices)) if with_labels else batch
+        if not with_labels:
+            return batch
+        return batch, tf.nest.map_structure(lambda v: tf.gather(v, indices), labels)
     return take
 
 

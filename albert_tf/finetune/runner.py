@@ -111,7 +111,7 @@ def resolve_vocabulary(params, config):
             raise InvalidFlagError(
                 f"--spm_model_file={path}: special ids differ from the model's own {own} "
                 f"({', '.join(f'{k} {getattr(tokenizer, k)} vs {getattr(reference, k)}' for k in differing)})")
-        if tokenizer.sp.serialized_model_proto() != reference.sp.serialized_model_proto():
+        if tokenizer.model_proto != reference.model_proto:
             logging.warning("--spm_model_file=%s differs from the model's own %s (same size and "
                             "special ids): make sure it is the pretraining vocabulary", path, own)
     return path
@@ -277,8 +277,8 @@ class _Finetuner:
 
     # ------------------------------------------------------------------ evaluation
     def predict(self, split, features, dataset):
-        outputs = self.model.predict(dataset, verbose=0)
-        outputs = np.asarray(outputs)[:len(features)]
+        outputs = self.model.predict(dataset, verbose=0)  # an array or a dict of arrays
+        outputs = keras.tree.map_structure(lambda a: np.asarray(a)[:len(features)], outputs)
         return self.task.postprocess(outputs, split)
 
     def evaluate(self, step, writer):
@@ -383,6 +383,10 @@ class _Finetuner:
                 "params": dataclasses.asdict(p)}
         results = {"global_step": step, "best": state.best, "history": state.history,
                    "model": self.model, "output_dir": p.output_dir}
+        if self.dev is not None:  # the chosen model's dev predictions, as files
+            predictions = self.predict("dev", self.dev_features, self.dev)
+            self.task.evaluate(predictions, "dev")
+            self.task.write_predictions(predictions, "dev", p.output_dir)
         if "test" in self.task.loaded_splits:
             features = self.task.features("test")
             dataset = inputs.eval_dataset(features, p.eval_batch_size, self.transform,

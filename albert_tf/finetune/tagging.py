@@ -31,7 +31,7 @@ from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.settings import InvalidFlagError, setting
 from albert_tf.text.word_windows import WordWindows, window_labels, window_sizes, word_logits
 
-PREDICTIONS_FILE = "test_predictions.txt"
+PREDICTIONS_FILE = "{split}_predictions.txt"
 
 
 @dataclasses.dataclass
@@ -207,14 +207,16 @@ class TokenClassificationTask(FinetuneTask):
                 if k in ("precision", "recall", "f1", "token_accuracy")}
 
     def write_predictions(self, predictions, split, output_dir):
-        """test_predictions.txt: CoNLL columns "word<TAB>tag", a blank line after each sentence."""
+        """<split>_predictions.txt: CoNLL columns "word<TAB>tag", a blank line after each
+        sentence."""
         lines = []
         for words, tags in zip(self.sentences[split].words, predictions["tags"]):
             lines.extend(f"{w}\t{t}" for w, t in zip(words, tags))
             lines.append("")
-        files.write_atomic(os.path.join(output_dir, PREDICTIONS_FILE), "\n".join(lines) + "\n")
+        path = os.path.join(output_dir, PREDICTIONS_FILE.format(split=split))
+        files.write_atomic(path, "\n".join(lines) + "\n")
         logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split,
-                     os.path.join(output_dir, PREDICTIONS_FILE))
+                     path)
 
     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
         from albert_tf.export.entities import export_token_classifier

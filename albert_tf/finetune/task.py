@@ -7,11 +7,11 @@ one row per model input; a task whose preprocessing runs in the graph gives raw 
 checkpoint, turns the model's outputs back into predictions, scores them, writes them and exports
 the trained model for serving. Loss and Keras metrics are the head model's `compile` defaults.
 
-The runner calls, in order: `configure_text(...)`, `load(splits)`, `build_model(backbone)`, `features(split)` and
-`input_transform()`, then during training `postprocess` + `evaluate` on the dev split, and at
-the end `write_predictions` (test split) and `export`. `describe()` is stored in the output
-directory's finetune.json; `task_from_description` rebuilds the task from it (for exporting
-later from a finished run).
+The runner calls, in order: `configure_text(...)`, `load(splits)`, `build_model(backbone)`,
+`features(split)` and `input_transform()`, then during training `postprocess` + `evaluate` on
+the dev split, and at the end `write_predictions` (the chosen model's, on the dev and test
+splits) and `export`. `describe()` is stored in the output directory's finetune.json;
+`task_from_description` rebuilds the task from it (for exporting later from a finished run).
 """
 import abc
 import dataclasses
@@ -23,7 +23,7 @@ import numpy as np
 @dataclasses.dataclass
 class Features:
     """One split as model inputs: `inputs` maps names to arrays with one row per model input;
-    `labels` (or None) has the same number of rows. Rows may be more than examples (a long
+    `labels` (an array, a dict of arrays, or None) has the same number of rows. Rows may be more than examples (a long
     sentence becomes several windows): the task maps outputs back in `postprocess`."""
 
     inputs: Dict[str, np.ndarray]
@@ -128,6 +128,8 @@ class FinetuneTask(abc.ABC):
 TASK_KINDS = {
     "classification": ("albert_tf.finetune.classification", "SentenceClassificationTask"),
     "token_classification": ("albert_tf.finetune.tagging", "TokenClassificationTask"),
+    "squad": ("albert_tf.finetune.squad", "SquadTask"),
+    "race": ("albert_tf.finetune.race", "RaceTask"),
 }
 
 

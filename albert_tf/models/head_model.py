@@ -244,5 +244,6 @@ def _infer_steps(x, y, batch_size, epochs, steps_per_epoch, initial_epoch):
             if y is None or batch_size is None:
                 raise ValueError("compile() was called without num_train_steps: pass "
                                  "steps_per_epoch (or arrays and batch_size) to fit()")
-            steps_per_epoch = math.ceil(len(y) / batch_size)
+            rows = len(keras.tree.flatten(y)[0])  # y may be a dict of arrays (SQuAD labels)
+            steps_per_epoch = math.ceil(rows / batch_size)
     return max(1, int(steps_per_epoch) * (int(epochs) - int(initial_epoch)))

@@ -8,3 +8,6 @@ from albert_tf.optim.optimizers import DEFAULT_EXCLUSIONS, AdamWeightDecay, Lamb
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 
 __all__ = ["AdamWeightDecay", "DEFAULT_EXCLUSIONS", "Lamb", "WarmupPolynomialDecay", "create_optimizer"]
+from albert_tf._lazy import lazy_attributes  # noqa: E402
+
+__getattr__, __dir__ = lazy_attributes(__name__)

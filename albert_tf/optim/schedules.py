@@ -65,7 +65,9 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
             if not self.warmup_steps:
                 return decayed
             warmup_step = tf.maximum(step - float(self.start_warmup_step), 0.0)
-            warmup = self.initial_learning_rate * warmup_step / float(self.warmup_steps)
+            # lr * (s / warmup), in this order, as the original (float32 rounding differs from
+            # (lr * s) / warmup at some steps).
+            warmup = self.initial_learning_rate * (warmup_step / float(self.warmup_steps))
             return tf.where(warmup_step < float(self.warmup_steps), warmup, decayed)
 
     def get_config(self):

@@ -167,7 +167,9 @@ class SegmentPacker(_StringLayer):
     def _padded_shape(self, ids):
         if self.pad_to == "fixed":
             return [None, self.seq_length]  # static
-        longest = tf.reduce_max(tf.concat([ids.row_lengths(), [0]], axis=0))
+        # At least [CLS] [SEP]: an empty request batch still gets a valid (0, 2+) shape.
+        shortest = min(2, self.seq_length)
+        longest = tf.reduce_max(tf.concat([ids.row_lengths(), [shortest]], axis=0))
         if self.bucket:
             longest = tf.minimum((longest + self.bucket - 1) // self.bucket * self.bucket, self.seq_length)
         return tf.stack([ids.nrows(), longest])

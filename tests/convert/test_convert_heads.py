@@ -4,14 +4,11 @@ to and from `AlbertClassifier` / `AlbertTokenClassifier`, with logits parity to 
 The fixtures were written by fixtures/generate_parity_fixtures.py (transformers 4.57.6); the
 check that transformers loads our exports runs only where torch and transformers are installed.
 """
-import importlib
-import json
 import os
 
 import keras
 import numpy as np
 import pytest
-from safetensors import numpy as safetensors_numpy
 
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import (ConversionError, from_huggingface, head_model_from_huggingface,
@@ -21,7 +18,8 @@ from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.token_classifier import AlbertTokenClassifier
 
-from convert_support import run_convert
+from convert_support import (assert_same_weights, fixture_inputs, import_or_skip,
+                             read_huggingface_dir, run_convert)
 
 TOLERANCE = 1e-5
 SEQUENCE, TOKEN = "hf_sequence_classification", "hf_token_classification"
@@ -36,13 +34,8 @@ CASES = {
 }
 
 
-def _inputs(expected):
-    return {"input_word_ids": expected["input_ids"], "input_mask": expected["attention_mask"],
-            "input_type_ids": expected["token_type_ids"]}
-
-
 def _logits(model, expected):
-    return np.asarray(model(_inputs(expected)))
+    return np.asarray(model(fixture_inputs(expected)))
 
 
 def _assert_logits(logits, expected):
@@ -52,19 +45,6 @@ def _assert_logits(logits, expected):
                                    atol=TOLERANCE, err_msg="logits (valid positions)")
     np.testing.assert_allclose(logits, expected["logits"], rtol=0, atol=TOLERANCE,
                                err_msg="logits")
-
-
-def _weights(model):
-    prefixes = (model.backbone.name + "/", model.name + "/")
-    return {next((v.path[len(p):] for p in prefixes if v.path.startswith(p)), v.path): v.numpy()
-            for v in model.weights if "seed_generator" not in v.path}
-
-
-def _assert_same_weights(model, other, skip=()):
-    ours, theirs = _weights(model), _weights(other)
-    assert sorted(ours) == sorted(theirs)
-    for name in sorted(set(ours) - set(skip)):
-        np.testing.assert_array_equal(theirs[name], ours[name], err_msg=name)
 
 
 def _random_head(cls, num_classes, labels=None, seed=0, **overrides):
@@ -87,13 +67,6 @@ def _random_inputs(vocab_size=40, seed=0):
             "attention_mask": mask, "token_type_ids": np.array([[0] * 4 + [1] * 3] * 2, "int32")}
 
 
-def _read_dir(directory):
-    with open(os.path.join(directory, "config.json")) as f:
-        values = json.load(f)
-    with open(os.path.join(directory, "model.safetensors"), "rb") as f:
-        return values, safetensors_numpy.load(f.read())
-
-
 # ---------------------------------------------------------------- Hugging Face -> albert_tf
 @pytest.mark.parametrize("name", [SEQUENCE, TOKEN])
 def test_huggingface_head_parity(name, fx):
@@ -103,7 +76,7 @@ def test_huggingface_head_parity(name, fx):
     assert (model.num_classes, model.labels, model.dropout_rate) == (len(labels), labels, dropout)
     expected = fx.expected(name)
     _assert_logits(_logits(model, expected), expected)
-    sequence = model.backbone(_inputs(expected))["sequence_output"].numpy()
+    sequence = model.backbone(fixture_inputs(expected))["sequence_output"].numpy()
     np.testing.assert_allclose(sequence, expected["last_hidden_state"], rtol=0, atol=TOLERANCE)
 
 
@@ -114,13 +87,13 @@ def test_round_trip_is_identical(name, fx, tmp_path):
     model = head_model_from_huggingface(fx.path(name))
     head_model_to_huggingface(model, str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == ["config.json", "model.safetensors"]
-    values, tensors = _read_dir(str(tmp_path))
+    values, tensors = read_huggingface_dir(str(tmp_path))
     assert values["architectures"] == [architecture]
     assert values["id2label"] == {str(i): label for i, label in enumerate(labels)}
     assert values["label2id"] == {label: i for i, label in enumerate(labels)}
     assert (values["num_labels"], values["classifier_dropout_prob"]) == (len(labels), dropout)
     # Exactly the tensors HF stored (HF's token classifier has no pooler).
-    _, stored = _read_dir(fx.path(name))
+    _, stored = read_huggingface_dir(fx.path(name))
     assert sorted(tensors) == sorted(stored)
     for key, array in stored.items():
         np.testing.assert_array_equal(tensors[key], array, err_msg=key)
@@ -129,7 +102,7 @@ def test_round_trip_is_identical(name, fx, tmp_path):
     assert type(back) is cls
     assert (back.num_classes, back.labels, back.dropout_rate) == (len(labels), labels, dropout)
     # The token classifier's pooler is not part of HF's model: each import keeps its own.
-    _assert_same_weights(model, back, skip=POOLER if cls is AlbertTokenClassifier else ())
+    assert_same_weights(model, back, skip=POOLER if cls is AlbertTokenClassifier else ())
     expected = fx.expected(name)
     np.testing.assert_array_equal(_logits(back, expected), _logits(model, expected))
 
@@ -142,7 +115,7 @@ def test_round_trip_is_identical(name, fx, tmp_path):
 def test_random_head_round_trips(cls, num_classes, labels, overrides, tmp_path):
     model = _random_head(cls, num_classes, labels, **overrides)
     head_model_to_huggingface(model, str(tmp_path))
-    values, tensors = _read_dir(str(tmp_path))
+    values, tensors = read_huggingface_dir(str(tmp_path))
     if cls is AlbertClassifier:
         assert values["problem_type"] == ("regression" if num_classes == 1
                                           else "single_label_classification")
@@ -154,23 +127,15 @@ def test_random_head_round_trips(cls, num_classes, labels, overrides, tmp_path):
     back = head_model_from_huggingface(str(tmp_path))
     assert (type(back), back.num_classes, back.labels, back.dropout_rate) == (
         cls, num_classes, labels, 0.3)
-    _assert_same_weights(model, back, skip=POOLER if cls is AlbertTokenClassifier else ())
+    assert_same_weights(model, back, skip=POOLER if cls is AlbertTokenClassifier else ())
     inputs = _random_inputs()
     np.testing.assert_array_equal(_logits(back, inputs), _logits(model, inputs))
 
 
-def _import_or_skip(name):
-    try:
-        return importlib.import_module(name)
-    except ImportError as e:  # not installed, or broken: only the fixture generator needs it
-        pytest.skip(f"{name} is not importable ({e}); install the fixture extras (torch, "
-                    f"transformers) to check that Hugging Face loads the export")
-
-
 def test_transformers_loads_the_export(fx, tmp_path):
     """transformers' AlbertForXxx.from_pretrained reads our export with no missing keys."""
-    torch = _import_or_skip("torch")
-    transformers = _import_or_skip("transformers")
+    torch = import_or_skip("torch")
+    transformers = import_or_skip("transformers")
     exports = {name: (head_model_from_huggingface(fx.path(name)), fx.expected(name))
                for name in (SEQUENCE, TOKEN)}
     regression = _random_head(AlbertClassifier, 1)
@@ -179,7 +144,7 @@ def test_transformers_loads_the_export(fx, tmp_path):
     for name, (model, expected) in exports.items():
         directory = str(tmp_path / name)
         head_model_to_huggingface(model, directory)
-        hf_class = getattr(transformers, _read_dir(directory)[0]["architectures"][0])
+        hf_class = getattr(transformers, read_huggingface_dir(directory)[0]["architectures"][0])
         hf_model, info = hf_class.from_pretrained(directory, output_loading_info=True,
                                                   attn_implementation="eager",
                                                   dtype=torch.float32)
@@ -238,13 +203,16 @@ def test_bad_head_config_is_named(edit, message, hf_copy):
         head_model_from_huggingface(hf_copy(SEQUENCE, edit_config=edit))
 
 
-def test_from_huggingface_points_to_the_head_reader(fx):
-    with pytest.raises(ConversionError, match=r"holds an AlbertForSequenceClassification .*read "
-                                              r"it with head_model_from_huggingface"):
-        from_huggingface(fx.path(SEQUENCE))
-    pretrainer = from_huggingface(fx.path(SEQUENCE), ignore_variables=[r"^classifier\."])
-    expected = fx.expected(SEQUENCE)
-    sequence = pretrainer.backbone(_inputs(expected))["sequence_output"].numpy()
+@pytest.mark.parametrize("name, architecture, head", [
+    (SEQUENCE, "AlbertForSequenceClassification", r"^classifier\."),
+    ("hf_question_answering", "AlbertForQuestionAnswering", r"^qa_outputs\.")])
+def test_from_huggingface_points_to_the_head_reader(name, architecture, head, fx):
+    with pytest.raises(ConversionError, match=rf"holds an {architecture} .*"
+                                              r"head_model_from_huggingface"):
+        from_huggingface(fx.path(name))
+    pretrainer = from_huggingface(fx.path(name), ignore_variables=[head])
+    expected = fx.expected(name)
+    sequence = pretrainer.backbone(fixture_inputs(expected))["sequence_output"].numpy()
     np.testing.assert_allclose(sequence, expected["last_hidden_state"], rtol=0, atol=TOLERANCE)
 
 
@@ -277,14 +245,14 @@ def test_script_converts_heads_both_ways(fx, tmp_path):
     _assert_logits(_logits(model, expected), expected)
     # The directory is also a backbone directory to fine-tune from.
     backbone = io.load_backbone(albert_dir)
-    np.testing.assert_allclose(backbone(_inputs(expected))["sequence_output"].numpy(),
+    np.testing.assert_allclose(backbone(fixture_inputs(expected))["sequence_output"].numpy(),
                                expected["last_hidden_state"], rtol=0, atol=TOLERANCE)
 
     result = run_convert("--source_format=albert_tf", f"--input={albert_dir}",
                   "--target_format=huggingface", f"--output_dir={hf_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     back = head_model_from_huggingface(hf_dir)
-    _assert_same_weights(load_head_model(albert_dir), back, skip=POOLER)
+    assert_same_weights(load_head_model(albert_dir), back, skip=POOLER)
     _assert_logits(_logits(back, expected), expected)
 
 

@@ -97,3 +97,17 @@ def test_preprocessor_matches_python_tokenizer(preprocessor, spm_model_file):
     assert copy.model_proto == preprocessor.model_proto and copy.seq_length == 32
     with pytest.raises(KeyError, match=r"expected keys 'text' and optionally 'text_pair'"):
         preprocessor({"sentence": tf.constant(["x"])})
+
+
+def test_fit_counts_steps_of_dict_labels():
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer
+
+    model = AlbertQuestionAnswerer(AlbertModel(_small_config()))
+    model.compile()
+    ids = np.tile(np.array([[2, 9, 14, 3, 7, 3]], "int32"), [6, 1])
+    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": ids * 0}
+    y = {"start_positions": np.full([6], 4, "int32"), "end_positions": np.full([6], 4, "int32")}
+    model.fit(x, y, batch_size=2, epochs=2, verbose=0)
+    # 6 rows / batch 2 = 3 steps per epoch: the schedule spans 6 steps (not len(y) = 2 keys)
+    assert model.optimizer._learning_rate.decay_steps == 6
+    assert int(model.optimizer.iterations.numpy()) == 6

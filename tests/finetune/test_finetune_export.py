@@ -28,7 +28,11 @@ FRESH_PROCESS = textwrap.dedent("""
         input_word_ids=tf.constant([[2, 10, 3]]), input_mask=tf.constant([[1, 1, 1]]),
         input_type_ids=tf.constant([[0, 0, 0]]))
     enc = model.signatures["encode"](text=tf.constant(texts[:2]))
+    empty = serve(text=tf.constant([], tf.string))
+    empty_enc = model.signatures["encode"](text=tf.constant([], tf.string))
     print(json.dumps({
+        "empty": {k: list(v.shape) for k, v in empty.items()},
+        "empty_pooled": list(empty_enc["pooled_output"].shape),
         "signatures": sorted(model.signatures),
         "probabilities": out["probabilities"].numpy().tolist(),
         "logits": out["logits"].numpy().tolist(),
@@ -71,6 +75,10 @@ def test_fresh_process_matches_keras(exported, preprocessor):
     assert served["label"] == expected.argmax(-1).tolist()
     assert served["label_name"] == [["other", "file"][i] for i in served["label"]]
     assert served["big_shape"] == [256, 2] and served["pooled_shape"] == [2, 128]
+    # an empty request batch gets empty outputs, not an error inside the graph
+    assert served["empty"] == {"probabilities": [0, 2], "logits": [0, 2], "label": [0],
+                               "label_name": [0]}
+    assert served["empty_pooled"] == [0, 128]
     ids = {"input_word_ids": tf.constant([[2, 10, 3]]), "input_mask": tf.constant([[1, 1, 1]]),
            "input_type_ids": tf.constant([[0, 0, 0]])}
     np.testing.assert_allclose(served["ids_probabilities"], tf.nn.softmax(model(ids)).numpy(),

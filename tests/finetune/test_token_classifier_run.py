@@ -148,3 +148,33 @@ def test_vocabulary_must_match_the_model(conll_files, spm_model_file, tmp_path):
         conll_files, other, tmp_path / "out", preset=None, init_checkpoint=pretrained))
     _one_line_error(result, f"--spm_model_file={other} has 400 pieces",
                     "has vocab_size 1000")
+
+
+def test_resolve_vocabulary_checks_special_ids(corpus_file, spm_model_file, tmp_path, caplog):
+    import sentencepiece as spm
+
+    from albert_tf.config import AlbertConfig
+    from albert_tf.finetune.params import FinetuneParams
+    from albert_tf.finetune.runner import resolve_vocabulary
+    from albert_tf.models import io
+    from albert_tf.models.backbone import AlbertModel
+    from albert_tf.settings import InvalidFlagError
+
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000)
+    pretrained = str(tmp_path / "pretrained")
+    io.save(AlbertModel(config), pretrained, spm_model_file=spm_model_file)
+    common = dict(input=corpus_file, vocab_size=1000, bos_id=-1, eos_id=-1,
+                  control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
+    # the same size and special ids, other pieces: accepted with a warning
+    spm.SentencePieceTrainer.train(model_prefix=str(tmp_path / "bpe"), model_type="bpe",
+                                   pad_id=0, unk_id=1, **common)
+    params = FinetuneParams(output_dir=str(tmp_path / "out"), init_checkpoint=pretrained,
+                            spm_model_file=str(tmp_path / "bpe.model"))
+    assert resolve_vocabulary(params, config) == str(tmp_path / "bpe.model")
+    assert "differs from the model's own" in caplog.text
+    # the same size, <pad> and <unk> swapped: refused, naming the ids
+    spm.SentencePieceTrainer.train(model_prefix=str(tmp_path / "swapped"), pad_id=1, unk_id=0,
+                                   **common)
+    params.spm_model_file = str(tmp_path / "swapped.model")
+    with pytest.raises(InvalidFlagError, match=r"special ids differ .*pad_id 1 vs 0"):
+        resolve_vocabulary(params, config)

@@ -200,3 +200,73 @@ def test_masked_lm_head_keeps_the_float32_table_under_mixed_precision():
     expected = np.matmul(features.numpy(), table.numpy().T) + head.output_bias.numpy()
     assert logits.dtype == "float32"
     np.testing.assert_allclose(logits.numpy(), expected, atol=1e-5)
+
+
+# Appended with the RACE task (the lists above belong to their authors).
+COVERED.add("AlbertMultipleChoice")
+
+
+def test_multiple_choice(tiny_config, make_inputs):
+    from albert_tf.models.multiple_choice import AlbertMultipleChoice
+    config = tiny_config(hidden_dropout_prob=0.1)
+    choices = 3
+    flat = make_inputs(BATCH * choices, SEQ, lengths=[SEQ, 4, 5, 6, 3, SEQ])
+    inputs = {k: v.reshape(BATCH, choices, SEQ) for k, v in flat.items()}
+    run_model_test(
+        AlbertMultipleChoice,
+        lambda: dict(backbone=AlbertModel(config), num_choices=choices, dropout=0.1),
+        inputs, (BATCH, choices), expected_output_dtype="float32",
+        mixed_output_dtype="float32", fit_data=(inputs, np.eye(choices, dtype="float32")[[2, 0]]),
+        # The default softmax over the choices ignores the dense bias (it shifts every score
+        # alike: its gradient is 0 up to rounding, so one step may or may not move it). Scoring
+        # each choice on its own (sigmoid) gives every variable a gradient.
+        compile_kwargs=dict(loss=keras.losses.BinaryCrossentropy(from_logits=True), metrics=[]))
+
+
+# Appended with the SQuAD task.
+COVERED.update({"AlbertQuestionAnswerer", "AlbertSquadV2Model"})
+SQUAD_UNUSED = ["albert/pooler/kernel", "albert/pooler/bias"]  # the heads read the sequence
+
+
+def test_question_answerer(tiny_config, make_inputs):
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer
+    config = tiny_config(hidden_dropout_prob=0.1)
+    inputs = make_inputs(BATCH, SEQ, lengths=[SEQ, 4])
+    labels = {"start_positions": np.array([2, 1], np.int32),
+              "end_positions": np.array([4, 2], np.int32)}
+    run_model_test(
+        AlbertQuestionAnswerer, lambda: dict(backbone=AlbertModel(config), dropout=0.1), inputs,
+        {"start_logits": (BATCH, SEQ), "end_logits": (BATCH, SEQ)},
+        expected_output_dtype="float32", mixed_output_dtype="float32",
+        fit_data=(inputs, labels), unused_variables=SQUAD_UNUSED)
+
+
+def test_squad_v2_model(tiny_config, make_inputs):
+    from albert_tf.models.question_answering import AlbertSquadV2Model
+    config = tiny_config()
+    inputs = make_inputs(BATCH, SEQ, lengths=[SEQ, 5])
+    # One allowed answer position per row: the beam's other entries are masked ties, which
+    # top_k orders by index, so its indices cannot differ between bfloat16 and float32 (over
+    # nearly tied random logits they could). The beam itself is checked against NumPy in
+    # tests/finetune/test_question_answering.py.
+    inputs["p_mask"] = np.array([[1, 1, 1, 1, 0, 1, 1], [0, 1, 1, 1, 1, 1, 1]], np.int32)
+    # Training needs several allowed positions (a single one has no gradient).
+    fit_inputs = dict(inputs, p_mask=np.array([[0, 1, 1, 1, 0, 0, 1], [0, 1, 1, 0, 1, 1, 1]],
+                                              np.int32))
+    labels = {"start_positions": np.array([4, 0], np.int32),
+              "end_positions": np.array([5, 0], np.int32),
+              "is_impossible": np.array([0, 1], np.int32)}
+    k1, k2 = 3, 2
+    run_model_test(
+        AlbertSquadV2Model,
+        lambda: dict(backbone=AlbertModel(config), start_n_top=k1, end_n_top=k2, dropout=0.1),
+        inputs, {"start_top_log_probs": (BATCH, k1), "start_top_index": (BATCH, k1),
+                 "end_top_log_probs": (BATCH, k1 * k2), "end_top_index": (BATCH, k1 * k2),
+                 "cls_logits": (BATCH,)},
+        expected_output_dtype={"start_top_log_probs": "float32", "start_top_index": "int32",
+                               "end_top_log_probs": "float32", "end_top_index": "int32",
+                               "cls_logits": "float32"},
+        mixed_output_dtype={"start_top_log_probs": "float32", "start_top_index": "int32",
+                            "end_top_log_probs": "float32", "end_top_index": "int32",
+                            "cls_logits": "float32"},
+        fit_data=(fit_inputs, labels), unused_variables=SQUAD_UNUSED)

@@ -74,7 +74,10 @@ def test_dtypes_dense_input_pad_id_and_empty_batch():
     empty = packer([tf.ragged.constant([], tf.int32, ragged_rank=1, inner_shape=())])
     assert empty["input_word_ids"].shape == (0, 5)
     longest = SegmentPacker(5, cls_id=7, sep_id=8, pad_to="longest")
-    assert longest([tf.ragged.constant([], tf.int32, ragged_rank=1, inner_shape=())])["input_mask"].shape == (0, 0)
+    # an empty batch is padded to the shortest packed length ([CLS] [SEP]), so a model can still
+    # read position 0 (serving an empty request returns empty outputs)
+    empty_longest = longest([tf.ragged.constant([], tf.int32, ragged_rank=1, inner_shape=())])
+    assert empty_longest["input_mask"].shape == (0, 2)
 
 
 def test_fixed_padding_has_a_static_shape_in_a_graph():

@@ -120,6 +120,13 @@ def test_schedule_matches_original_formula():
         s = t - start
         expected = init * max(s, 0) / warm if s < warm else decayed
         assert float(schedule(t)) == pytest.approx(expected, rel=1e-5, abs=1e-12), t
+    # Bit for bit in float32: the original computes lr * (step / warmup), not (lr * step) / warmup.
+    lr, warm = np.float32(0.00176), np.float32(3125)
+    schedule = WarmupPolynomialDecay(float(lr), decay_steps=125000, warmup_steps=3125)
+    steps = np.arange(3125, dtype=np.float32)
+    expected = lr * (steps / warm)
+    assert np.any(expected != (lr * steps) / warm)  # the two orders do differ at some steps
+    np.testing.assert_array_equal(schedule(tf.constant(steps)).numpy(), expected)
     # The optimizer reads the schedule at its own step counter, before incrementing it (as the
     # original, whose first update at global_step 0 has lr 0 under warmup).
     v = keras.Variable(np.ones(3, np.float32), name="w")

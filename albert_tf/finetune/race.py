@@ -1,0 +1,211 @@
+"""RACE (4-way multiple-choice reading comprehension) as a `FinetuneTask`.
+
+Questions are read from the RACE release (`albert_tf.data.race`); each becomes four
+`[CLS] article [SEP] question+option [SEP]` sequences, built once in Python and kept compact
+(ids and two segment lengths per choice; `albert_tf.data.race.model_inputs` expands them in
+tf.data). `AlbertMultipleChoice` scores the four choices; the metrics are the accuracy overall
+and on the middle- and high-school questions (the paper's Table 10 columns), the best checkpoint
+is chosen by the overall accuracy. Test predictions go to predict_results.json (with the test
+accuracy when the files have answers, as the original's predict_results.txt); the export answers
+raw (article, question, options).
+
+>>> task = RaceTask(RaceData(data_dir="race_data", high_only=True))
+>>> task.name, task.kind, task.main_metric
+('race', 'race', 'accuracy')
+"""
+import dataclasses
+import os
+import time
+from typing import Optional
+
+import keras
+import numpy as np
+from absl import logging
+
+from albert_tf import files
+from albert_tf.data import race
+from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.models.multiple_choice import AlbertMultipleChoice
+from albert_tf.models.preprocessor import AlbertPreprocessor
+from albert_tf.settings import InvalidFlagError, setting
+from albert_tf.text.tokenizer import SentencePieceTokenizer
+
+PREDICTIONS_FILE = "predict_results.json"
+
+
+@dataclasses.dataclass
+class RaceData:
+    """Where the RACE questions come from (the data flags of scripts/run_race.py)."""
+
+    data_dir: Optional[str] = setting(None, "RACE download root holding RACE/{train,dev,test}/{middle,"
+                            "high}/*.txt (or the RACE directory itself).", required=True)
+    high_only: bool = setting(False, "Only the high-school questions.")
+    middle_only: bool = setting(False, "Only the middle-school questions.")
+    max_qa_length: int = setting(128, "Pieces kept from the END of each question + option; the "
+                                 "article fills the rest of --max_seq_length.")
+
+
+def _softmax(logits):
+    logits = np.asarray(logits, np.float64).reshape(-1, race.NUM_CHOICES)
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def accuracies(answers, labels, levels):
+    """{"accuracy", "middle_accuracy", "high_accuracy"} (a level without questions is left out).
+
+    >>> accuracies([0, 1, 2], [0, 1, 3], ["middle", "high", "high"])
+    {'accuracy': 0.6666666666666666, 'middle_accuracy': 1.0, 'high_accuracy': 0.5}
+    """
+    correct = np.asarray(answers) == np.asarray(labels)
+    levels = np.asarray(levels)
+    results = {"accuracy": float(correct.mean()) if len(correct) else 0.0}
+    for level in race.LEVELS:
+        chosen = levels == level
+        if chosen.any():
+            results[f"{level}_accuracy"] = float(correct[chosen].mean())
+    return results
+
+
+class RaceTask(FinetuneTask):
+    """RACE multiple choice (see the module docstring).
+
+    Args:
+        data: a `RaceData` (directory, level filters, max_qa_length).
+        seed: unused (the release fixes the splits); kept for the runner's interface.
+    """
+
+    kind = "race"
+
+    def __init__(self, data, seed=0):
+        self.data = data
+        self.examples = {}
+        self.packed = {}
+        self.preprocessor = None
+
+    # ------------------------------------------------------------------ description
+    @property
+    def name(self):
+        return "race"
+
+    @property
+    def main_metric(self):
+        return "accuracy"
+
+    @property
+    def vocab_size(self):
+        return self.preprocessor.vocab_size
+
+    @property
+    def loaded_splits(self):
+        return tuple(self.examples)
+
+    def configure_text(self, spm_model, lower_case=True, seq_length=512, static_shapes=False):
+        if self.data.high_only and self.data.middle_only:
+            raise InvalidFlagError("--high_only and --middle_only exclude each other")
+        try:
+            race.check_lengths(seq_length, self.data.max_qa_length)
+        except ValueError:
+            raise InvalidFlagError(f"--max_qa_length={self.data.max_qa_length} must be in [1, "
+                                   f"--max_seq_length - 3 = {seq_length - 3}]") from None
+        self.preprocessor = AlbertPreprocessor(spm_model, lower_case=lower_case,
+                                               seq_length=seq_length)
+
+    def load(self, splits):
+        if not self.data.data_dir:
+            raise InvalidFlagError("--data_dir is required (the RACE download root)")
+        tokenizer = SentencePieceTokenizer(self.preprocessor.model_proto,
+                                           lower_case=self.preprocessor.lower_case)
+        seq_length = self.preprocessor.seq_length
+        for split in ("train", "dev", "test"):
+            if split not in splits:
+                continue
+            examples = race.read_race(self.data.data_dir, split, self.data.high_only,
+                                      self.data.middle_only, labelled=split != "test")
+            began = time.time()
+            packed = race.build_inputs(examples, tokenizer, seq_length, self.data.max_qa_length)
+            choices = len(examples) * race.NUM_CHOICES
+            logging.info("%s: %d questions (%d middle, %d high) on %d articles from %s; of %d "
+                         "choices, %d (%.1f%%) cut the article to fit max_seq_length=%d and %d "
+                         "cut the question+option to its last %d pieces (%.1fs)", split,
+                         len(examples), int(np.sum(examples.levels == "middle")),
+                         int(np.sum(examples.levels == "high")), len(examples.articles),
+                         examples.source, choices, packed.truncated_articles,
+                         100.0 * packed.truncated_articles / max(choices, 1), seq_length,
+                         packed.truncated_qas, self.data.max_qa_length, time.time() - began)
+            self.examples[split], self.packed[split] = examples, packed
+
+    def build_model(self, backbone, dropout=0.1):
+        return AlbertMultipleChoice(backbone, num_choices=race.NUM_CHOICES, dropout=dropout)
+
+    # ------------------------------------------------------------------ data
+    def features(self, split):
+        return Features(self.packed[split].inputs(), self.examples[split].labels)
+
+    def input_transform(self):
+        return race.model_inputs
+
+    def baselines(self):
+        dev = self.examples.get("dev")
+        if dev is None or dev.labels is None:
+            return {}
+        counts = np.bincount(dev.labels, minlength=race.NUM_CHOICES)
+        return {"dev_majority_answer": race.LETTERS[int(counts.argmax())],
+                "dev_majority_answer_rate": float(counts.max() / counts.sum())}
+
+    # ------------------------------------------------------------------ outputs
+    def postprocess(self, outputs, split):
+        probabilities = _softmax(outputs)
+        return {"probabilities": probabilities, "answers": probabilities.argmax(axis=-1)}
+
+    def evaluate(self, predictions, split):
+        examples = self.examples[split]
+        results = accuracies(predictions["answers"], examples.labels, examples.levels)
+        results["num_examples"] = len(examples)
+        return results
+
+    def write_predictions(self, predictions, split, output_dir):
+        """predict_results.json (dev_results.json for the dev split): {"metrics": accuracies
+        (when the split has answers) or null,
+        "predictions": [{"id", "question", "level", "answer" (letter), "probabilities"}]}
+        ("question" is the question's 0-based index in its article)."""
+        examples = self.examples[split]
+        rows = [{"id": examples.example_ids[i], "question": int(examples.question_index[i]),
+                 "level": str(examples.levels[i]),
+                 "answer": race.LETTERS[int(predictions["answers"][i])],
+                 "probabilities": [round(float(p), 6) for p in predictions["probabilities"][i]]}
+                for i in range(len(examples))]
+        metrics = None
+        if examples.labels is not None:
+            metrics = self.evaluate(predictions, split)
+            logging.info("%s accuracy: %s", split, ", ".join(
+                f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float)))
+        path = os.path.join(output_dir, PREDICTIONS_FILE if split == "test"
+                            else f"{split}_results.json")
+        files.write_json(path, {"split": split, "metrics": metrics, "predictions": rows})
+        logging.info("Wrote %d %s predictions to %s", len(rows), split, path)
+
+    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+        from albert_tf.export.multiple_choice import export_multiple_choice
+
+        seq_length = seq_length or self.preprocessor.seq_length
+        try:
+            race.check_lengths(seq_length, self.data.max_qa_length)
+        except ValueError:
+            raise InvalidFlagError(f"--max_seq_length={seq_length} leaves no room for the "
+                                   f"training's max_qa_length={self.data.max_qa_length} "
+                                   "(+3 special pieces)") from None
+        return export_multiple_choice(model, self.preprocessor, export_dir,
+                                      max_qa_length=self.data.max_qa_length,
+                                      seq_length=seq_length, version=version,
+                                      write_warmup=write_warmup)
+
+    def describe(self):
+        return {"kind": self.kind, "name": self.name, "data": dataclasses.asdict(self.data),
+                "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)}
+
+    @classmethod
+    def from_description(cls, description):
+        task = cls(RaceData(**description["data"]))
+        task.preprocessor = keras.saving.deserialize_keras_object(description["preprocessor"])
+        return task

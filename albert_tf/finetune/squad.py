@@ -1,0 +1,253 @@
+"""SQuAD v1.1 and v2.0 extractive question answering as a `FinetuneTask`.
+
+Examples come from the official SQuAD JSON files (`albert_tf.data.squad`), features are built
+as the original run_squad (question cut to `max_query_length`, the context's pieces aligned to
+its characters, sliding windows with `doc_stride`, max-context flags, p_mask) and cached as
+TFRecords keyed by every setting. The model is `AlbertQuestionAnswerer` (v1.1: start/end
+logits) or `AlbertSquadV2Model` (v2.0: the original's answerability head and beam). Dev answers
+are scored with the official scripts' definitions (`albert_tf.models.squad_metrics`): exact
+match and F1 for v1.1; exact, F1, HasAns/NoAns and the best null-score threshold for v2.0 (the
+best checkpoint is chosen by F1). predictions.json, nbest_predictions.json and, for v2,
+null_odds.json are written for the dev file as the original does.
+
+>>> task = SquadTask(SquadData(train_file="train-v2.0.json", predict_file="dev-v2.0.json",
+...                            version_2_with_negative=True))
+>>> task.name, task.main_metric
+('squad-v2.0', 'f1')
+"""
+import base64
+import dataclasses
+import os
+from typing import Optional
+
+import numpy as np
+from absl import logging
+
+from albert_tf.data import squad as squad_data
+from albert_tf.finetune import squad_predictions
+from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.models.squad_metrics import squad_v1_scores, squad_v2_scores
+from albert_tf.settings import InvalidFlagError, setting
+
+
+def default_cache_dir():
+    """~/.cache/albert_tf/squad (or $XDG_CACHE_HOME/albert_tf/squad)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "albert_tf", "squad")
+
+
+@dataclasses.dataclass
+class SquadData:
+    """The SQuAD files and settings (the data flags of scripts/run_squad.py; the original's
+    names and defaults)."""
+
+    train_file: Optional[str] = setting(None, "SQuAD JSON for training (train-v1.1.json, "
+                                        "train-v2.0.json).")
+    predict_file: Optional[str] = setting(None, "SQuAD JSON scored during training and "
+                                          "answered at the end (dev-v1.1.json, dev-v2.0.json).")
+    version_2_with_negative: bool = setting(False, "SQuAD 2.0: questions may have no answer "
+                                            "(the answerability head).")
+    doc_stride: int = setting(128, "Context pieces between the starts of two windows.")
+    max_query_length: int = setting(64, "Question pieces kept (the rest is cut).")
+    n_best_size: int = setting(20, "Candidate answers kept per question (nbest_predictions).")
+    max_answer_length: int = setting(30, "Longest answer, in pieces.")
+    start_n_top: int = setting(5, "v2: start positions in the beam.")
+    end_n_top: int = setting(5, "v2: end positions per start in the beam.")
+    feature_cache_dir: Optional[str] = setting(None, "Where the features are cached as "
+                                               "TFRecords (default ~/.cache/albert_tf/squad).")
+
+
+class SquadTask(FinetuneTask):
+    """SQuAD (see the module docstring).
+
+    Args:
+        data: a `SquadData`.
+        seed: unused (the files fix the splits); kept for the runner's interface.
+    """
+
+    kind = "squad"
+
+    def __init__(self, data, seed=0):
+        self.data = data
+        self.settings = None
+        self.spm_model = None
+        self._vocab_size = None
+        self.examples = {}
+        self.squad_features = {}
+        self.null_threshold = 0.0  # v2: the dev set's best null-score threshold, once scored
+
+    # ------------------------------------------------------------------ description
+    @property
+    def version_2(self):
+        return self.data.version_2_with_negative
+
+    @property
+    def name(self):
+        return "squad-v2.0" if self.version_2 else "squad-v1.1"
+
+    @property
+    def main_metric(self):
+        return "f1"
+
+    @property
+    def vocab_size(self):
+        return self._vocab_size
+
+    @property
+    def loaded_splits(self):
+        return tuple(self.examples)
+
+    def configure_text(self, spm_model, lower_case=True, seq_length=384, static_shapes=False):
+        from albert_tf.text.tokenizer import SentencePieceTokenizer
+
+        d = self.data
+        for flag in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
+                     "start_n_top", "end_n_top"):
+            if getattr(d, flag) < 1:
+                raise InvalidFlagError(f"--{flag} must be >= 1, got {getattr(d, flag)}")
+        try:
+            self.settings = squad_data.FeatureSettings(seq_length, d.doc_stride,
+                                                       d.max_query_length, lower_case)
+        except ValueError as e:
+            raise InvalidFlagError(f"--max_seq_length / --max_query_length: {e}") from None
+        self.spm_model = spm_model
+        self._vocab_size = SentencePieceTokenizer(spm_model, lower_case=lower_case).vocab_size
+
+    def _path(self, split):
+        flag = {"train": "train_file", "dev": "predict_file"}.get(split)
+        if flag is None:
+            raise InvalidFlagError("SQuAD has a train file and a predict file: --do_predict "
+                                   "is not used (--predict_file is scored and answered)")
+        path = getattr(self.data, flag)
+        if not path:
+            raise InvalidFlagError(f"--{flag} is required (its split is requested)")
+        return path
+
+    def load(self, splits):
+        cache_dir = self.data.feature_cache_dir or default_cache_dir()
+        for split in ("train", "dev", "test"):
+            if split not in splits:
+                continue
+            path = self._path(split)
+            skip = split == "train"  # dev keeps mismatched answers: their gold texts still score
+            self.examples[split] = squad_data.read_squad_examples(
+                path, self.version_2, labelled=True, skip_mismatched=skip)
+            features = squad_data.cached_features(
+                path, self.spm_model, self.settings, True, cache_dir,
+                version_2_with_negative=self.version_2, skip_mismatched=skip)
+            self.squad_features[split] = features
+            stats = features.stats
+            logging.info("%s: %d questions from %s -> %d windows (%d with the answer); %d "
+                         "answers not at their answer_start skipped, %d contexts not aligned",
+                         split, len(self.examples[split]), path, len(features),
+                         stats.num_windows_with_answer, len(stats.answer_mismatches)
+                         if isinstance(stats.answer_mismatches, (list, tuple))
+                         else stats.answer_mismatches, len(stats.alignment_failures))
+
+    def build_model(self, backbone, dropout=0.1):
+        from albert_tf.models.question_answering import (AlbertQuestionAnswerer,
+                                                         AlbertSquadV2Model)
+
+        if self.version_2:
+            return AlbertSquadV2Model(backbone, start_n_top=self.data.start_n_top,
+                                      end_n_top=self.data.end_n_top, dropout=dropout)
+        return AlbertQuestionAnswerer(backbone, dropout=dropout)
+
+    # ------------------------------------------------------------------ data
+    def features(self, split):
+        features = self.squad_features[split]
+        inputs = features.model_inputs()
+        if self.version_2:
+            inputs["p_mask"] = features.p_mask
+        labels = None
+        if split == "train":
+            labels = {"start_positions": features.start_positions,
+                      "end_positions": features.end_positions}
+            if self.version_2:
+                labels["is_impossible"] = features.is_impossible
+        return Features(inputs, labels)
+
+    def baselines(self):
+        """EM and F1 of answering every dev question with the first n words of its context, n
+        the median number of words of the training answers (a trivial baseline)."""
+        train, dev = self.examples.get("train"), self.examples.get("dev")
+        if not train or not dev:
+            return {}
+        lengths = [len(e.answer_text.split()) for e in train if e.answer_text.split()]
+        n = int(np.median(lengths)) if lengths else 1
+        guesses = {e.qas_id: " ".join(e.context_text.split()[:n]) for e in dev}
+        if self.version_2:
+            scores = squad_v2_scores(dev, guesses)
+            scores["exact_match"] = scores["exact"]
+        else:
+            scores = squad_v1_scores(dev, guesses)
+        return {"dev_first_words": n, "dev_first_words_exact_match": float(scores["exact_match"]),
+                "dev_first_words_f1": float(scores["f1"])}
+
+    # ------------------------------------------------------------------ outputs
+    def postprocess(self, outputs, split):
+        examples, features, d = self.examples[split], self.squad_features[split], self.data
+        if not self.version_2:
+            predictions, nbest = squad_predictions.v1_predictions(
+                examples, features, outputs["start_logits"], outputs["end_logits"],
+                d.n_best_size, d.max_answer_length)
+            return {"predictions": predictions, "nbest": nbest, "null_odds": None}
+        predictions, nbest, null_odds = squad_predictions.v2_predictions(
+            examples, features, outputs["start_top_log_probs"], outputs["start_top_index"],
+            outputs["end_top_log_probs"], outputs["end_top_index"], outputs["cls_logits"],
+            d.n_best_size, d.max_answer_length, d.start_n_top, d.end_n_top)
+        return {"predictions": predictions, "nbest": nbest, "null_odds": null_odds}
+
+    def evaluate(self, predictions, split):
+        examples = self.examples[split]
+        if not self.version_2:
+            scores = squad_v1_scores(examples, predictions["predictions"])
+        else:
+            scores, _ = squad_predictions.evaluate_v2(examples, predictions["predictions"],
+                                                      predictions["null_odds"])
+            self.null_threshold = float(scores["null_score_diff_threshold"])
+        scores = {k: float(v) for k, v in scores.items() if isinstance(v, (int, float))}
+        scores["num_questions"] = len(examples)
+        return scores
+
+    def headline_metrics(self, metrics):
+        keys = ("exact_match", "exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1")
+        return {k: metrics[k] for k in keys if k in metrics}
+
+    def write_predictions(self, predictions, split, output_dir):
+        """predictions.json, nbest_predictions.json and (v2) null_odds.json, as the original
+        (v2: the answers with the dev set's best null-score threshold applied)."""
+        answers = predictions["predictions"]
+        if self.version_2:
+            answers = squad_predictions.apply_null_threshold(
+                answers, predictions["null_odds"], self.null_threshold)
+        squad_predictions.write_prediction_files(output_dir, answers, predictions["nbest"],
+                                                 predictions["null_odds"])
+
+    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+        from albert_tf.export.question_answering import export_question_answerer
+
+        settings = self.settings
+        if seq_length:
+            settings = dataclasses.replace(settings, max_seq_length=seq_length)
+        return export_question_answerer(
+            model, self.spm_model, export_dir, settings, n_best_size=self.data.n_best_size,
+            max_answer_length=self.data.max_answer_length, null_threshold=self.null_threshold,
+            version=version, write_warmup=write_warmup)
+
+    def describe(self):
+        from albert_tf.text.tokenizer import read_model_proto
+
+        proto = read_model_proto(self.spm_model)  # the vocabulary travels with the run
+        return {"kind": self.kind, "name": self.name, "data": dataclasses.asdict(self.data),
+                "settings": dataclasses.asdict(self.settings),
+                "spm_model_proto": base64.b64encode(proto).decode("ascii"),
+                "null_threshold": self.null_threshold}
+
+    @classmethod
+    def from_description(cls, description):
+        task = cls(SquadData(**description["data"]))
+        task.settings = squad_data.FeatureSettings(**description["settings"])
+        task.spm_model = base64.b64decode(description["spm_model_proto"])
+        task.null_threshold = float(description.get("null_threshold", 0.0))
+        return task

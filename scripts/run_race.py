@@ -1,0 +1,31 @@
+"""Fine-tunes ALBERT on RACE (4-way multiple-choice reading comprehension) with keras.Model.fit.
+
+The paper's recipe is in flags/race.flags (Table 14):
+
+    python scripts/run_race.py --flagfile=flags/race.flags --init_checkpoint=pretrained/ \\
+        --data_dir=race_data --output_dir=out/race --do_predict --export_dir=/models/race
+
+--data_dir holds the release as downloaded: RACE/{train,dev,test}/{middle,high}/*.txt (one JSON
+article per file; the original code's all.txt per level is read too); --high_only or
+--middle_only keep one level. Every --save_checkpoints_steps steps the dev set is scored
+(accuracy overall, middle and high) and a checkpoint is saved; the best weights by accuracy are
+kept, saved as model.keras, used for the test predictions (predict_results.json) and, with
+--export_dir, exported for TF Serving (article, question, options in; probabilities and the
+answer's index out). Re-running the same command after an interruption resumes where it stopped.
+Flags: albert_tf.finetune.params (training) and albert_tf.finetune.race.RaceData (data).
+"""
+
+from absl import app
+
+from albert_tf.finetune import cli
+from albert_tf.finetune.race import RaceData, RaceTask
+
+cli.define_finetune_flags(RaceData)
+
+
+def main(argv):
+    return cli.run_from_flags(argv, RaceData, RaceTask)
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=cli.parse_flags_or_fail)

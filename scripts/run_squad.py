@@ -1,0 +1,32 @@
+"""Fine-tunes ALBERT for SQuAD v1.1 or v2.0 extractive question answering with keras.Model.fit.
+
+The paper's recipes are in flags/squad_v1.flags and flags/squad_v2.flags (Table 14):
+
+    python scripts/run_squad.py --flagfile=flags/squad_v1.flags --init_checkpoint=pretrained/ \\
+        --train_file=squad/train-v1.1.json --predict_file=squad/dev-v1.1.json \\
+        --output_dir=out/squad1 --export_dir=/models/squad1
+
+Every --save_checkpoints_steps steps the --predict_file questions are answered and scored with
+the official metrics (exact match and F1; for v2.0 also HasAns/NoAns and the best null-score
+threshold); the best weights by F1 are kept, saved as model.keras, used to write
+predictions.json, nbest_predictions.json (and null_odds.json) and, with --export_dir, exported
+for TF Serving (raw question and context in, answer and character offsets out). Features are
+cached as TFRecords keyed by the settings (--feature_cache_dir). Re-running the same command
+after an interruption resumes where it stopped. Flags: albert_tf.finetune.params (training) and
+albert_tf.finetune.squad.SquadData (data).
+"""
+
+from absl import app
+
+from albert_tf.finetune import cli
+from albert_tf.finetune.squad import SquadData, SquadTask
+
+cli.define_finetune_flags(SquadData)
+
+
+def main(argv):
+    return cli.run_from_flags(argv, SquadData, SquadTask)
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=cli.parse_flags_or_fail)

@@ -41,6 +41,9 @@ class FinetuneParams:
     eval_batch_size: int = setting(32, "Evaluation and prediction batch size.")
     learning_rate: float = setting(2e-5, "Peak learning rate (AdamW, linear warmup and decay).")
     num_train_steps: int = setting(1000, "Optimizer steps, exactly (Table 14 'Train steps').")
+    num_train_epochs: Optional[float] = setting(
+        None, "Instead of --num_train_steps: passes over the training rows (steps = int(rows / "
+        "train_batch_size * epochs), as the original run_squad).")
     warmup_steps: Optional[int] = setting(None, "Linear warmup steps (default 10% of training).")
     classifier_dropout: float = setting(0.1, "Dropout before the task head.")
     albert_dropout: Optional[float] = setting(
@@ -77,6 +80,8 @@ def validate(params):
                  "save_checkpoints_steps", "steps_per_execution", "keep_checkpoint_max"):
         if getattr(p, flag) < 1:
             raise InvalidFlagError(f"--{flag} must be >= 1, got {getattr(p, flag)}")
+    if p.num_train_epochs is not None and not p.num_train_epochs > 0:
+        raise InvalidFlagError(f"--num_train_epochs must be > 0, got {p.num_train_epochs}")
     if not p.learning_rate > 0:
         raise InvalidFlagError(f"--learning_rate must be > 0, got {p.learning_rate}")
     if not 3 <= p.max_seq_length <= 512:

@@ -407,6 +407,21 @@ class _Finetuner:
         return results
 
 
+def _steps_from_epochs(params, task):
+    """`params` with num_train_steps from num_train_epochs (when given and training)."""
+    if not (params.do_train and params.num_train_epochs):
+        return params
+    rows = len(task.features("train"))
+    steps = int(rows / params.train_batch_size * params.num_train_epochs)
+    steps -= steps % params.steps_per_execution
+    steps = max(steps, params.steps_per_execution)
+    logging.info("--num_train_epochs=%g: %d training rows / batch %d -> %d steps",
+                 params.num_train_epochs, rows, params.train_batch_size, steps)
+    params = dataclasses.replace(params, num_train_steps=steps)
+    validate(params)
+    return params
+
+
 def run_finetuning(params, task, strategy=None):
     """Fine-tunes (or resumes fine-tuning) `task` as `params` say; returns a results dict.
 
@@ -440,6 +455,7 @@ def run_finetuning(params, task, strategy=None):
     wanted = [s for s, on in (("train", params.do_train), ("dev", params.do_eval),
                               ("test", params.do_predict)) if on]
     task.load(wanted)
+    params = _steps_from_epochs(params, task)
     tf.io.gfile.makedirs(params.output_dir)
     previous_policy = keras.config.dtype_policy()
     set_precision(params.precision)

@@ -65,6 +65,20 @@ def test_glue_flagfiles_are_valid(tmp_path):
     assert all(values["learning_rate"] > 0 for values in parsed.values())
 
 
+def test_squad_and_race_flagfiles_are_valid(tmp_path):
+    squad = sorted(glob.glob(os.path.join(REPO, "flags", "squad_*.flags")))
+    assert len(squad) == 2
+    parsed = _check("scripts/run_squad.py", ["--init_checkpoint=pretrained",
+                                             f"--output_dir={tmp_path / 'out'}"], squad)
+    assert parsed[os.path.join(REPO, "flags", "squad_v1.flags")] == {
+        "max_seq_length": 384, "learning_rate": 5e-5}  # Table 14
+    parsed = _check("scripts/run_race.py", ["--init_checkpoint=pretrained",
+                                            f"--data_dir={tmp_path}",
+                                            f"--output_dir={tmp_path / 'out'}"],
+                    [os.path.join(REPO, "flags", "race.flags")])
+    assert list(parsed.values()) == [{"max_seq_length": 512, "learning_rate": 2e-5}]
+
+
 def test_demo_data_matches_the_tiny_recipe():
     with open(os.path.join(REPO, "flags", "pretrain_tiny_cpu.flags")) as f:
         recipe = dict(re.findall(r"^--(max_seq_length|max_predictions_per_seq)=(\d+)$", f.read(), re.M))

@@ -16,9 +16,10 @@ convert to and from the original's TF1 checkpoints (run_squad_v1.py / run_squad_
 import os
 import shutil
 import tempfile
-import uuid
 
 from absl import logging
+
+from albert_tf.files import temporary_path
 
 SOURCE_FORMATS = ("original", "huggingface", "albert_tf")
 TARGET_FORMATS = ("albert_tf", "huggingface", "original")
@@ -75,7 +76,7 @@ def save_head_model(model, directory, spm_model_file=None):
     try:
         model.save(os.path.join(local, HEAD_MODEL_FILE))
         target = f"{directory.rstrip('/')}/{HEAD_MODEL_FILE}"
-        tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+        tmp = temporary_path(target)
         tf.io.gfile.copy(os.path.join(local, HEAD_MODEL_FILE), tmp, overwrite=True)
         tf.io.gfile.rename(tmp, target, overwrite=True)
     finally:

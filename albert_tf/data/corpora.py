@@ -27,11 +27,11 @@ import inspect
 import os
 import re
 import time
-import uuid
 
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.files import temporary_path
 from albert_tf.text.sentences import split_sentences
 
 FORMATS = ("sentences", "lines")
@@ -271,7 +271,7 @@ def _docstrings_reader(packages, cache_dir, stats):
 
     def read():
         tf.io.gfile.makedirs(os.path.dirname(cache_path))
-        tmp_path = f"{cache_path}.tmp-{uuid.uuid4().hex}"
+        tmp_path = temporary_path(cache_path)
         start, size = time.time(), 0
         try:
             with tf.io.gfile.GFile(tmp_path, "w") as out:

@@ -32,13 +32,13 @@ import functools
 import hashlib
 import json
 import os
-import uuid
 from typing import List, Tuple
 
 import numpy as np
 from absl import logging
 
 from albert_tf.data.task_spec import DataError
+from albert_tf.files import temporary_path
 from albert_tf.text.normalize import preprocess_text
 
 #: Bumped whenever the features change for the same inputs; part of every cache key.
@@ -705,7 +705,7 @@ def write_features(features, path, stats_path):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
 
     arrays = features.arrays()
-    tmp = _hidden_temporary(path)
+    tmp = temporary_path(path)
     with tf.io.TFRecordWriter(tmp) as writer:
         for row in range(len(features)):
             example = tf.train.Example(features=tf.train.Features(feature={
@@ -713,7 +713,7 @@ def write_features(features, path, stats_path):
                 for name in arrays}))
             writer.write(example.SerializeToString())
     tf.io.gfile.rename(tmp, path, overwrite=True)
-    tmp = _hidden_temporary(stats_path)
+    tmp = temporary_path(stats_path)
     with tf.io.gfile.GFile(tmp, "w") as f:
         f.write(json.dumps(dataclasses.asdict(features.stats), indent=2) + "\n")
     tf.io.gfile.rename(tmp, stats_path, overwrite=True)
@@ -741,12 +741,6 @@ def read_features(path, stats_path, seq_length):
     with tf.io.gfile.GFile(stats_path, "r") as f:
         stats = FeatureStats(**json.load(f))
     return SquadFeatures(**arrays, stats=stats)
-
-
-def _hidden_temporary(path):
-    """A temporary name in `path`'s directory that no glob of visible files matches."""
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f".tmp-{name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
 def _file_sha256(path):

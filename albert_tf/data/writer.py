@@ -6,10 +6,11 @@
 [0, 1, 2, 3, 4]
 """
 import random
-import uuid
 from typing import Iterable, Iterator, List
 
 from absl import logging
+
+from albert_tf import files
 
 
 def output_paths(output_file: str, num_output_shards: int = 1) -> List[str]:
@@ -73,7 +74,8 @@ class ShuffleBuffer:
 class ShardedRecordWriter:
     """Writes records round-robin into TFRecord files, atomically.
 
-    Everything goes to temporary files next to the targets; `commit()` renames them into place,
+    Everything goes to hidden temporary files next to the targets (`files.temporary_path`;
+    those of a killed earlier run are removed first); `commit()` renames them into place,
     and leaving the `with` block on an exception deletes them, so a failed run never leaves a
     half-written final file (paths may be gs://).
     """
@@ -83,13 +85,17 @@ class ShardedRecordWriter:
 
         self._tf = tf
         self.paths = list(paths)
-        token = uuid.uuid4().hex[:8]
-        self._tmp_paths = [f"{p}.tmp-{token}" for p in self.paths]
         self._writers = []
+        stale = 0
         for path in self.paths:
             parent = path.rsplit("/", 1)[0] if "/" in path else ""
             if parent and not tf.io.gfile.exists(parent):
                 tf.io.gfile.makedirs(parent)
+            stale += files.remove_stale_temporaries(path)
+        if stale:
+            logging.info("Removed %d temporary file(s) left by an interrupted run", stale)
+        # Hidden staging names: a glob of the outputs (train-*) never sees a partial shard.
+        self._tmp_paths = [files.temporary_path(p) for p in self.paths]
         self._writers = [tf.io.TFRecordWriter(p) for p in self._tmp_paths]
         self.counts = [0] * len(self.paths)
         self._next = 0

@@ -27,12 +27,12 @@ our files is replaced atomically and nothing else is touched.
 import os
 import shutil
 import tempfile
-import uuid
 
 import tensorflow as tf
 from absl import logging
 
 from albert_tf.config import AlbertConfig
+from albert_tf.files import temporary_path
 from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.pretrainer import AlbertPretrainer
 
@@ -92,7 +92,7 @@ def _publish_new_directory(local, names, directory):
     parent = os.path.dirname(directory.rstrip("/"))
     if parent:
         tf.io.gfile.makedirs(parent)
-    staging = f"{directory.rstrip('/')}.tmp-{uuid.uuid4().hex}"
+    staging = temporary_path(directory)
     tf.io.gfile.makedirs(staging)
     try:
         for name in names:
@@ -107,7 +107,7 @@ def _publish_new_directory(local, names, directory):
 def _replace_files(local, names, directory):
     for name in names:
         target = _join(directory, name)
-        tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+        tmp = temporary_path(target)
         tf.io.gfile.copy(os.path.join(local, name), tmp, overwrite=True)
         tf.io.gfile.rename(tmp, target, overwrite=True)
 

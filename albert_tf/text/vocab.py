@@ -13,11 +13,11 @@ Training on the built-in corpus takes most of a minute, so the test suite skips 
 import os
 import tempfile
 import time
-import uuid
 
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.files import temporary_path
 from albert_tf.text.normalize import preprocess_text
 
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
@@ -141,7 +141,7 @@ def train_sentencepiece(documents_or_files, model_prefix, vocab_size=30000, lowe
 
 
 def _atomic_copy(src, dst):
-    tmp = f"{dst}.tmp-{uuid.uuid4().hex}"
+    tmp = temporary_path(dst)
     try:
         tf.io.gfile.copy(src, tmp, overwrite=True)
         tf.io.gfile.rename(tmp, dst, overwrite=True)

@@ -29,6 +29,7 @@ import re
 from typing import List, Optional
 
 from albert_tf.data.task_spec import DataError
+from albert_tf.data.text_files import read_text
 
 SCHEMES = ("iob1", "iob2", "iobes", "plain")
 DOCSTART = "-DOCSTART-"
@@ -100,7 +101,7 @@ def read_conll(path, tag_column=-1, scheme="auto", labelled=True):
                 collected.append(part)
         sentence = ([], [], [])
 
-    for number, line in enumerate(_read_text(path).split("\n"), start=1):
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
         text = line.strip(_BLANK)
         fields = _FIELD_SEPARATOR.split(text) if text else []
         if not fields or fields[0] == DOCSTART:
@@ -127,7 +128,7 @@ def read_jsonl_tagged(path, tokens_key="tokens", tags_key="tags", scheme="auto",
     path = os.fspath(path)
     _check_scheme(scheme)
     words, tags, lines = [], [], []
-    for number, line in enumerate(_read_text(path).split("\n"), start=1):
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip(_BLANK):
             continue
         where = f"{path}:{number}"
@@ -325,25 +326,3 @@ def _string_list(record, key, where, hint=""):
             raise DataError(f"{where}: {key}[{position}] must be a string, found "
                             f"{type(item).__name__} {item!r}{hint}")
     return value
-
-
-def _read_text(path):
-    """A UTF-8 file's text (a byte-order mark is dropped); DataError naming the line of bad bytes.
-
-    Local files are read with open(), keeping this module free of TensorFlow; other paths
-    (gs://...) go through `albert_tf.data.text_files.read_text` and tf.io.gfile.
-    """
-    if "://" in path:
-        from albert_tf.data.text_files import read_text
-
-        return read_text(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"data file not found: {path}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise DataError(f"{path}:{line}: not valid UTF-8 ({e.reason})") from None

@@ -38,6 +38,7 @@ import numpy as np
 from absl import logging
 
 from albert_tf.data.task_spec import DataError
+from albert_tf.data.text_files import read_text
 from albert_tf.files import temporary_path
 from albert_tf.text.normalize import preprocess_text
 
@@ -133,21 +134,7 @@ def read_squad_examples(path, version_2_with_negative=False, labelled=True,
 
 
 def _parse_json(path):
-    if "://" in path:
-        from albert_tf.data.text_files import read_text
-
-        text = read_text(path)
-    else:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise FileNotFoundError(f"SQuAD file not found: {path}") from None
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            line = data[:e.start].count(b"\n") + 1
-            raise DataError(f"{path}:{line}: not valid UTF-8 ({e.reason})") from None
+    text = read_text(path)
     try:
         dataset = json.loads(text)
     except json.JSONDecodeError as e:

@@ -229,6 +229,7 @@ class _Finetuner:
                                            self.transform, pad_to_batch=self.tpu)
         self.train_features = task.features("train") if params.do_train else None
         self.baselines = task.baselines() if self.dev is not None else {}
+        self.best_dev_predictions = None  # of the best evaluation made by this process
         for name, value in self.baselines.items():
             logging.info("%s: %s", name.replace("_", " "), value)
         self.checkpointer = None
@@ -283,13 +284,15 @@ class _Finetuner:
 
     def evaluate(self, step, writer):
         began = time.time()
-        metrics = self.task.evaluate(self.predict("dev", self.dev_features, self.dev), "dev")
+        predictions = self.predict("dev", self.dev_features, self.dev)
+        metrics = self.task.evaluate(predictions, "dev")
         main = self.task.main_metric
         value = float(metrics[main])
         state = self.state
         improved = state.best is None or value > state.best["value"]
         if improved:
             state.best = {"step": int(step), "metric": main, "value": value}
+            self.best_dev_predictions = predictions  # written at the end, without a new pass
             target = os.path.join(self.p.output_dir, BEST_WEIGHTS)
             tmp = os.path.join(self.p.output_dir, f".best-{uuid.uuid4().hex}.weights.h5")
             self.model.save_weights(tmp)
@@ -384,7 +387,11 @@ class _Finetuner:
         results = {"global_step": step, "best": state.best, "history": state.history,
                    "model": self.model, "output_dir": p.output_dir}
         if self.dev is not None:  # the chosen model's dev predictions, as files
-            predictions = self.predict("dev", self.dev_features, self.dev)
+            predictions = self.best_dev_predictions
+            if predictions is None:  # its evaluation ran before a restart
+                predictions = self.predict("dev", self.dev_features, self.dev)
+            # Scored again (no model pass) so that what a task derives from scoring, such as
+            # SQuAD v2's null-score threshold, is the chosen model's when it writes and exports.
             self.task.evaluate(predictions, "dev")
             self.task.write_predictions(predictions, "dev", p.output_dir)
         if "test" in self.task.loaded_splits:

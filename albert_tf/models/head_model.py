@@ -119,8 +119,9 @@ class AlbertHeadModel(keras.Model):
 
     # ------------------------------------------------------------------ forward
     def head_input(self, backbone_outputs):
-        """The backbone output the head reads (subclasses)."""
-        raise NotImplementedError
+        """The backbone output the head reads; each subclass chooses (AlbertHeadModel is
+        abstract)."""
+        raise NotImplementedError(f"{type(self).__name__} must define head_input()")
 
     def call(self, inputs, training=False):
         if isinstance(inputs, dict):
@@ -149,10 +150,12 @@ class AlbertHeadModel(keras.Model):
 
     # ------------------------------------------------------------------ training defaults
     def default_loss(self):
-        raise NotImplementedError
+        """The loss of compile(loss="auto"); each subclass chooses."""
+        raise NotImplementedError(f"{type(self).__name__} must define default_loss()")
 
     def default_metrics(self):
-        raise NotImplementedError
+        """The metrics of compile(metrics="auto"); each subclass chooses."""
+        raise NotImplementedError(f"{type(self).__name__} must define default_metrics()")
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", *, learning_rate=2e-5,
                 num_train_steps=None, warmup_steps=None, warmup_ratio=0.1,

@@ -21,8 +21,10 @@ Example(steps=3, mode='fast')
 import dataclasses
 import typing
 
+from albert_tf.errors import UserError
 
-class InvalidFlagError(ValueError):
+
+class InvalidFlagError(UserError, ValueError):
     """A setting is invalid; the message names its flag."""
 
 

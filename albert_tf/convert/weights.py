@@ -15,11 +15,12 @@ import numpy as np
 from absl import logging
 
 from albert_tf.convert import names
+from albert_tf.errors import UserError
 
 _MAX_LISTED = 8
 
 
-class ConversionError(ValueError):
+class ConversionError(UserError, ValueError):
     """A checkpoint does not fit the model its config describes (names the variable)."""
 
 

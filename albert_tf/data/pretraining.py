@@ -31,11 +31,12 @@ from absl import logging
 from albert_tf.data import instances as instances_lib
 from albert_tf import files
 from albert_tf.data import masking, schema, writer as writer_lib
+from albert_tf.errors import UserError
 
 _LOG_EVERY_SECONDS = 10.0
 
 
-class CorpusTooSmallError(ValueError):
+class CorpusTooSmallError(UserError, ValueError):
     """The corpus produced no instance at all."""
 
 

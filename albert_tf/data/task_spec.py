@@ -14,10 +14,12 @@ from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
+from albert_tf.errors import UserError
+
 Column = Union[str, int]
 
 
-class DataError(ValueError):
+class DataError(UserError, ValueError):
     """Bad input data; the message names the file and line."""
 
 

@@ -19,10 +19,12 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.errors import UserError
+
 STRATEGIES = ("tpu", "multi_worker", "mirrored", "one_device")
 
 
-class StrategyError(RuntimeError):
+class StrategyError(UserError, RuntimeError):
     """The requested strategy cannot run here (no TPU, no TF_CONFIG, devices already set up)."""
 
 

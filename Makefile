@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test demo benchmark clean
+.PHONY: venv test demo clean
 
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,9 @@ $(STAMP): setup.py
 
 venv: $(STAMP)
 
+# Two workers: the suite is mostly TensorFlow start-up and Python, which two cores run side by side.
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 tests
 
 demo: $(STAMP)
 	bash scripts/demo.sh

@@ -23,7 +23,7 @@ setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest>=7", "pytest-timeout", "tensorflow-serving-api>=2.20,<2.22"],
+        "test": ["pytest>=7", "pytest-timeout", "pytest-xdist", "tensorflow-serving-api>=2.20,<2.22"],
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
     },
 )

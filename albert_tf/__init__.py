@@ -47,8 +47,9 @@ def _register_serializable_classes():
 
     if os.environ.get(LIGHT_IMPORT_ENV) == "1":
         return
-    for module in SERIALIZABLE_MODULES:
-        importlib.import_module(module)
+    with _env.startup_log_filter():  # TensorFlow loads here
+        for module in SERIALIZABLE_MODULES:
+            importlib.import_module(module)
 
 
 _register_serializable_classes()

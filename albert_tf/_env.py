@@ -1,5 +1,10 @@
-"""Import-time environment checks: Keras on the TensorFlow backend, matching TF / TF-Text minors."""
+"""Import-time environment checks: Keras on the TensorFlow backend, matching TF / TF-Text minors;
+TF_CPP_MIN_LOG_LEVEL applied to the C++ log lines TensorFlow writes while it loads."""
+import contextlib
 import os
+import re
+import sys
+import tempfile
 from importlib import metadata
 
 
@@ -54,3 +59,46 @@ def check_backend():
             f"(from KERAS_BACKEND={os.environ.get('KERAS_BACKEND')!r} or ~/.keras/keras.json). "
             "Set KERAS_BACKEND=tensorflow before importing keras.")
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+
+# An absl C++ log line ("I0000 00:00:1795525286.504509   22477 port.cc:153] oneDNN ..."): its
+# severity letter, in TF_CPP_MIN_LOG_LEVEL's order (0 shows all, 3 hides I, W and E).
+_CPP_LOG_LINE = re.compile(rb"^([IWEF])\d{4} [\d:.]+ +\d+ [^\s\]]+:\d+\] ")
+_CPP_LOG_BANNER = b"WARNING: All log messages before absl::InitializeLog() is called"
+
+
+def _hidden(line, level):
+    match = _CPP_LOG_LINE.match(line)
+    if match:
+        return b"IWEF".index(match.group(1)) < level
+    return line.startswith(_CPP_LOG_BANNER)
+
+
+@contextlib.contextmanager
+def startup_log_filter():
+    """Hides the C++ log lines below TF_CPP_MIN_LOG_LEVEL that TensorFlow's libraries write while
+    they load, before they read the variable ("oneDNN custom operations are on", "Could not find
+    cuda drivers"). Inside the block file descriptor 2 goes to a temporary file; its lines are
+    written back to stderr at the end, except those. Does nothing when the level is 0 or unset,
+    or when TensorFlow is already loaded.
+    """
+    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")
+    if not level.isdigit() or int(level) == 0 or "tensorflow" in sys.modules:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as captured:
+            os.dup2(captured.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+                captured.seek(0)
+                kept = [line for line in captured if not _hidden(line, int(level))]
+                sys.stderr.write(b"".join(kept).decode(errors="replace"))
+                sys.stderr.flush()
+    finally:
+        os.close(saved)

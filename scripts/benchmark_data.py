@@ -16,7 +16,11 @@ import sys
 import threading
 import time
 
-from absl import app, flags, logging
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("work_dir", "/tmp/albert_tf_bench_data", "Scratch directory (corpus copies, model, outputs).")
@@ -151,4 +155,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -13,7 +13,11 @@ import platform
 import statistics
 import time
 
-from absl import app, flags, logging
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", "albert_base_v2", "AlbertConfig preset giving the shapes.")
@@ -115,12 +119,12 @@ def main(argv):
     try:
         depths = [int(d) for d in FLAGS.layers]
     except ValueError:
-        raise app.UsageError(f"--layers must be a comma list of integers, got {FLAGS.layers}")
+        cli.fail(f"--layers must be a comma list of integers, got {FLAGS.layers}")
     if not depths or min(depths) < 1:
-        raise app.UsageError(f"--layers must be positive, got {FLAGS.layers}")
+        cli.fail(f"--layers must be positive, got {FLAGS.layers}")
     for name in ("batch_size", "seq_length", "steps"):
         if getattr(FLAGS, name) < 1:
-            raise app.UsageError(f"--{name} must be >= 1, got {getattr(FLAGS, name)}")
+            cli.fail(f"--{name} must be >= 1, got {getattr(FLAGS, name)}")
     import tensorflow as tf
 
     load_before = os.getloadavg()
@@ -136,4 +140,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -11,13 +11,15 @@ input pipeline keeps up.
 """
 import json
 import os
-import sys
 import tempfile
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
 
 F = flags.FLAGS
 flags.DEFINE_string("preset", "albert_base_v2", "Model config to measure (albert_tf.config presets).")
@@ -77,10 +79,10 @@ def main(argv):
 
     for name in F.strategies:
         if name not in ("one_device", "mirrored"):
-            raise app.UsageError(f"--strategies: {name!r} is not one_device or mirrored")
+            cli.fail(f"--strategies: {name!r} is not one_device or mirrored")
     if "mirrored" in F.strategies and F.train_batch_size % F.logical_cpus:
-        raise app.UsageError(f"--train_batch_size={F.train_batch_size} is not divisible by "
-                             f"--logical_cpus={F.logical_cpus}")
+        cli.fail(f"--train_batch_size={F.train_batch_size} is not divisible by "
+                 f"--logical_cpus={F.logical_cpus}")
     devices = configure_logical_cpus(F.logical_cpus)
     config = AlbertConfig.from_preset(F.preset)
     seq, pred, batch = F.max_seq_length, F.max_predictions_per_seq, F.train_batch_size
@@ -125,4 +127,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(app.run(main))
+    cli.run(main)

@@ -11,10 +11,15 @@ Measures, for a randomly initialised classifier with the shapes of --preset:
 Texts are docstring paragraphs of numpy (1-6 sentences: a realistic spread of lengths).
 """
 import json
+import os
 import time
 
-import numpy as np
-from absl import app, flags, logging
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+
+import numpy as np  # noqa: E402
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (its size sets the vocab).")
@@ -116,4 +121,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -27,11 +27,13 @@ AlbertTokenClassifier, beside its backbone directory), and back:
 stderr with exit code 1.
 """
 import os
-import sys
 
-from absl import app, flags
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-from albert_tf.convert.checkpoint import SOURCE_FORMATS, TARGET_FORMATS
+from absl import flags  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
+from albert_tf.convert.checkpoint import SOURCE_FORMATS, TARGET_FORMATS  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -85,20 +87,15 @@ def _ignore_only_for_foreign(values):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    del argv  # cli.run refuses positional arguments
     from albert_tf.convert.checkpoint import convert_checkpoint
 
-    try:
-        convert_checkpoint(FLAGS.source_format, FLAGS.input, FLAGS.output_dir,
-                           target_format=FLAGS.target_format, config_file=FLAGS.config_file,
-                           spm_model_file=FLAGS.spm_model_file,
-                           ignore_variables=FLAGS.ignore_variables)
-    except (ValueError, TypeError, FileNotFoundError) as e:  # ConversionError is a ValueError
-        message = " ".join(str(e).split()) or type(e).__name__
-        print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
-        sys.exit(1)
+    convert_checkpoint(FLAGS.source_format, FLAGS.input, FLAGS.output_dir,
+                       target_format=FLAGS.target_format, config_file=FLAGS.config_file,
+                       spm_model_file=FLAGS.spm_model_file, ignore_variables=FLAGS.ignore_variables)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    # The converters raise ValueError (ConversionError) and TypeError for checkpoints that cannot
+    # be converted; each message names the file, variable or format.
+    cli.run(main, expected=(ValueError, TypeError))

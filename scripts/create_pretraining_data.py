@@ -11,9 +11,13 @@ New: --num_workers, --num_output_shards (with --output_file as a prefix), --inpu
 albert_tf.data.pipeline.dynamic_masking_dataset), --document_window, --shuffle_buffer_size.
 --input_file=builtin:docstrings needs no download. A summary JSON is written next to the output.
 """
-import sys
+import os
 
-from absl import app, flags, logging
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -58,12 +62,11 @@ flags.DEFINE_integer("shuffle_buffer_size", 10000, "Instances shuffled within a 
 
 def _check(condition, flag, message):
     if not condition:
-        raise app.UsageError(f"--{flag}: {message}")
+        cli.fail(f"--{flag}: {message}")
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    del argv  # cli.run refuses positional arguments
     from albert_tf.data import instances, masking, pretraining
 
     _check(bool(FLAGS.input_file) != bool(FLAGS.tfds_name), "input_file", "give exactly one of --input_file and --tfds_name")
@@ -76,27 +79,22 @@ def main(argv):
                         "dynamic masking already gives fresh masks every epoch", FLAGS.dupe_factor)
     if FLAGS.input_file_mode != "r":
         logging.info("--input_file_mode=%s is ignored: files are read as bytes and decoded as UTF-8", FLAGS.input_file_mode)
-    try:
-        masking_config = None if FLAGS.no_masking else masking.MaskingConfig(
-            FLAGS.masked_lm_prob, FLAGS.max_predictions_per_seq, FLAGS.ngram, FLAGS.favor_shorter_ngram,
-            FLAGS.do_whole_word_mask)
-        config = pretraining.CreationConfig(
-            instance=instances.InstanceConfig(FLAGS.max_seq_length, FLAGS.short_seq_prob,
-                                              FLAGS.random_next_sentence, masking_config),
-            dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
-            document_window=FLAGS.document_window, shuffle_buffer_size=FLAGS.shuffle_buffer_size)
-    except ValueError as e:  # messages name the flag
-        raise app.UsageError(str(e)) from None
+    # Settings and input errors raise ValueError naming the flag or file (see cli.run below).
+    masking_config = None if FLAGS.no_masking else masking.MaskingConfig(
+        FLAGS.masked_lm_prob, FLAGS.max_predictions_per_seq, FLAGS.ngram, FLAGS.favor_shorter_ngram,
+        FLAGS.do_whole_word_mask)
+    config = pretraining.CreationConfig(
+        instance=instances.InstanceConfig(FLAGS.max_seq_length, FLAGS.short_seq_prob,
+                                          FLAGS.random_next_sentence, masking_config),
+        dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
+        document_window=FLAGS.document_window, shuffle_buffer_size=FLAGS.shuffle_buffer_size)
     spec = FLAGS.input_file or f"tfds:{FLAGS.tfds_name}"
-    try:
-        pretraining.create_pretraining_data(
-            spec, FLAGS.output_file, FLAGS.spm_model_file, lower_case=FLAGS.do_lower_case, config=config,
-            num_workers=FLAGS.num_workers, num_output_shards=FLAGS.num_output_shards,
-            input_format=FLAGS.input_format, strict=FLAGS.strict, tfds_data_dir=FLAGS.tfds_data_dir,
-            tfds_split=FLAGS.tfds_split, tfds_feature=FLAGS.tfds_feature)
-    except (FileNotFoundError, ValueError) as e:  # bad input: one clear line, no traceback
-        sys.exit(f"create_pretraining_data: error: {e}")
+    pretraining.create_pretraining_data(
+        spec, FLAGS.output_file, FLAGS.spm_model_file, lower_case=FLAGS.do_lower_case, config=config,
+        num_workers=FLAGS.num_workers, num_output_shards=FLAGS.num_output_shards,
+        input_format=FLAGS.input_format, strict=FLAGS.strict, tfds_data_dir=FLAGS.tfds_data_dir,
+        tfds_split=FLAGS.tfds_split, tfds_feature=FLAGS.tfds_feature)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, expected=(ValueError,))

@@ -12,9 +12,11 @@ Run it in its own process (not inside a TPU job): the model is rebuilt under flo
 """
 import os
 
-from absl import app, flags, logging
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-from albert_tf.finetune import cli
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -70,8 +72,7 @@ def _export_backbone(write_warmup):
 
 
 def main(argv):
-    if len(argv) > 1:
-        cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    del argv  # cli.run refuses positional arguments
     if bool(FLAGS.model_dir) == bool(FLAGS.pretrained_dir):
         cli.fail("give exactly one of --model_dir and --pretrained_dir")
     if FLAGS.version is not None and FLAGS.version < 1:
@@ -79,14 +80,10 @@ def main(argv):
     if FLAGS.max_seq_length is not None and not 3 <= FLAGS.max_seq_length <= 512:
         cli.fail(f"--max_seq_length must be in [3, 512], got {FLAGS.max_seq_length}")
     write_warmup = {"auto": "auto", "true": True, "false": False}[FLAGS.warmup]
-    try:
-        path = (_export_finetuned(write_warmup) if FLAGS.model_dir
-                else _export_backbone(write_warmup))
-    except cli.expected_errors() + (FileExistsError,) as e:
-        cli.fail(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+    path = _export_finetuned(write_warmup) if FLAGS.model_dir else _export_backbone(write_warmup)
     logging.info("Exported %s", path)
     print(path)
 
 
 if __name__ == "__main__":
-    app.run(main, flags_parser=cli.parse_flags_or_fail)
+    cli.run(main)

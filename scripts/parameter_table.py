@@ -2,9 +2,14 @@
 
     python scripts/parameter_table.py --tables=1,3,4
 """
-from absl import app, flags
+import os
 
-from albert_tf.config import AlbertConfig
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+
+from absl import flags  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
+from albert_tf.config import AlbertConfig  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("tables", ["1", "3", "4"], "Which of the paper's tables to print (1, 3, 4).")
@@ -54,9 +59,9 @@ def main(argv):
     del argv
     unknown = sorted(set(FLAGS.tables) - {"1", "3", "4"})
     if unknown:
-        raise app.UsageError(f"--tables: unknown table(s) {unknown}; choose from 1, 3, 4")
+        cli.fail(f"--tables: unknown table(s) {unknown}; choose from 1, 3, 4")
     print(parameter_table(set(FLAGS.tables)))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

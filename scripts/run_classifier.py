@@ -17,17 +17,21 @@ command after an interruption resumes where it stopped. Flags: albert_tf.finetun
 (training) and albert_tf.finetune.classification.ClassificationData (data).
 """
 
-from absl import app
+import os
 
-from albert_tf.finetune import cli
-from albert_tf.finetune.classification import ClassificationData, SentenceClassificationTask
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-cli.define_finetune_flags(ClassificationData)
+from albert_tf import cli  # noqa: E402
+from albert_tf.finetune.classification import (  # noqa: E402
+    ClassificationData, SentenceClassificationTask)
+from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+
+define_finetune_flags(ClassificationData)
 
 
 def main(argv):
-    return cli.run_from_flags(argv, ClassificationData, SentenceClassificationTask)
+    return run_from_flags(argv, ClassificationData, SentenceClassificationTask)
 
 
 if __name__ == "__main__":
-    app.run(main, flags_parser=cli.parse_flags_or_fail)
+    cli.run(main)

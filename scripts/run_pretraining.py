@@ -12,11 +12,13 @@ newest checkpoint in --output_dir. Examples:
       --input_file=gs://bucket/data/train-* --output_dir=gs://bucket/albert_base --tpu=local
 """
 import os
-import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
 
 F = flags.FLAGS
 
@@ -90,33 +92,14 @@ def params_from_flags():
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    del argv  # cli.run refuses positional arguments
     from albert_tf.train import runner
-    from albert_tf.train.strategy import StrategyError
 
-    params = params_from_flags()
-    try:
-        runner.validate_params(params)
-    except runner.InvalidFlagError as e:
-        raise app.UsageError(str(e))
-    try:
-        result = runner.run_pretraining(params)
-    except runner.InvalidFlagError as e:  # e.g. a batch size that does not split over the replicas
-        raise app.UsageError(str(e))
-    except runner.NonFiniteLossError as e:
-        logging.error("%s", e)
-        sys.exit(3)
-    except runner.Preempted as e:
-        logging.warning("%s; restart the same command to resume", e)
-        sys.exit(143)
-    except StrategyError as e:  # no TPU, no TF_CONFIG
-        logging.error("%s", e)
-        sys.exit(2)
+    result = runner.run_pretraining(params_from_flags())  # errors and exit codes: albert_tf.cli
     logging.info("Done at step %d. Checkpoints: %s  TensorBoard: %s%s", result["global_step"],
                  os.path.dirname(result["checkpoint"] or F.output_dir), result["summaries"],
                  f"  Export: {result['export']}" if "export" in result else "")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -15,17 +15,20 @@ answer's index out). Re-running the same command after an interruption resumes w
 Flags: albert_tf.finetune.params (training) and albert_tf.finetune.race.RaceData (data).
 """
 
-from absl import app
+import os
 
-from albert_tf.finetune import cli
-from albert_tf.finetune.race import RaceData, RaceTask
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-cli.define_finetune_flags(RaceData)
+from albert_tf import cli  # noqa: E402
+from albert_tf.finetune.race import RaceData, RaceTask  # noqa: E402
+from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+
+define_finetune_flags(RaceData)
 
 
 def main(argv):
-    return cli.run_from_flags(argv, RaceData, RaceTask)
+    return run_from_flags(argv, RaceData, RaceTask)
 
 
 if __name__ == "__main__":
-    app.run(main, flags_parser=cli.parse_flags_or_fail)
+    cli.run(main)

@@ -16,17 +16,20 @@ after an interruption resumes where it stopped. Flags: albert_tf.finetune.params
 albert_tf.finetune.squad.SquadData (data).
 """
 
-from absl import app
+import os
 
-from albert_tf.finetune import cli
-from albert_tf.finetune.squad import SquadData, SquadTask
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-cli.define_finetune_flags(SquadData)
+from albert_tf import cli  # noqa: E402
+from albert_tf.finetune.squad import SquadData, SquadTask  # noqa: E402
+from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+
+define_finetune_flags(SquadData)
 
 
 def main(argv):
-    return cli.run_from_flags(argv, SquadData, SquadTask)
+    return run_from_flags(argv, SquadData, SquadTask)
 
 
 if __name__ == "__main__":
-    app.run(main, flags_parser=cli.parse_flags_or_fail)
+    cli.run(main)

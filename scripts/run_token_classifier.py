@@ -15,17 +15,20 @@ an interruption resumes where it stopped. Flags: albert_tf.finetune.params (trai
 albert_tf.finetune.tagging.TaggingData (data).
 """
 
-from absl import app
+import os
 
-from albert_tf.finetune import cli
-from albert_tf.finetune.tagging import TaggingData, TokenClassificationTask
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-cli.define_finetune_flags(TaggingData)
+from albert_tf import cli  # noqa: E402
+from albert_tf.finetune.tagging import TaggingData, TokenClassificationTask  # noqa: E402
+from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+
+define_finetune_flags(TaggingData)
 
 
 def main(argv):
-    return cli.run_from_flags(argv, TaggingData, TokenClassificationTask)
+    return run_from_flags(argv, TaggingData, TokenClassificationTask)
 
 
 if __name__ == "__main__":
-    app.run(main, flags_parser=cli.parse_flags_or_fail)
+    cli.run(main)

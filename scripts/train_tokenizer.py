@@ -4,7 +4,13 @@ Example:
   python scripts/train_tokenizer.py --input=builtin:docstrings --model_prefix=/tmp/docs8k --vocab_size=8000
   python scripts/train_tokenizer.py --input='gs://bucket/wiki/*.txt' --model_prefix=gs://bucket/spm/30k-clean
 """
-from absl import app, flags, logging
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
 
 flags.DEFINE_string("input", None, "Corpus spec: file, glob, directory or comma list (local or gs://), "
                     "'tfds:NAME' (prepared TFDS dataset) or 'builtin:docstrings'.")
@@ -42,21 +48,20 @@ def user_defined_symbols():
 
 def validate():
     if FLAGS.vocab_size <= 5 + len(user_defined_symbols()):
-        raise app.UsageError(f"--vocab_size={FLAGS.vocab_size} must exceed the 5 special pieces plus "
-                             f"{len(user_defined_symbols())} --user_defined_symbols")
+        cli.fail(f"--vocab_size={FLAGS.vocab_size} must exceed the 5 special pieces plus "
+                 f"{len(user_defined_symbols())} --user_defined_symbols")
     if FLAGS.input_sentence_size < 0:
-        raise app.UsageError(f"--input_sentence_size must be >= 0, got {FLAGS.input_sentence_size}")
+        cli.fail(f"--input_sentence_size must be >= 0, got {FLAGS.input_sentence_size}")
     if not 0.0 < FLAGS.character_coverage <= 1.0:
-        raise app.UsageError(f"--character_coverage must be in (0, 1], got {FLAGS.character_coverage}")
+        cli.fail(f"--character_coverage must be in (0, 1], got {FLAGS.character_coverage}")
     if FLAGS.num_threads is not None and FLAGS.num_threads < 1:
-        raise app.UsageError(f"--num_threads must be >= 1, got {FLAGS.num_threads}")
+        cli.fail(f"--num_threads must be >= 1, got {FLAGS.num_threads}")
     if FLAGS.model_prefix.endswith("/") or FLAGS.model_prefix.endswith(".model"):
-        raise app.UsageError(f"--model_prefix is a prefix (PREFIX.model is written), got {FLAGS.model_prefix!r}")
+        cli.fail(f"--model_prefix is a prefix (PREFIX.model is written), got {FLAGS.model_prefix!r}")
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    del argv  # cli.run refuses positional arguments
     validate()
     from albert_tf.data.corpora import CorpusStats
     from albert_tf.text.vocab import train_sentencepiece
@@ -77,4 +82,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    # train_sentencepiece raises ValueError naming the setting or corpus it cannot use.
+    cli.run(main, expected=(ValueError,))

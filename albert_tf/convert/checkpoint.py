@@ -19,11 +19,10 @@ import tempfile
 
 from absl import logging
 
-from albert_tf.files import temporary_path
-
 SOURCE_FORMATS = ("original", "huggingface", "albert_tf")
 TARGET_FORMATS = ("albert_tf", "huggingface", "original")
-HEAD_MODEL_FILE = "model.keras"  # the file name albert_tf.finetune.runner saves too
+HEAD_MODEL_FILE = "model.keras"  # = albert_tf.models.io.HEAD_MODEL_FILE, the name the
+# fine-tuning runner saves too (kept here: this module imports without TensorFlow)
 
 
 def head_model_file(path):
@@ -66,21 +65,12 @@ def load_head_model(path):
 
 
 def save_head_model(model, directory, spm_model_file=None):
-    """Writes a head model as `directory/model.keras` plus its backbone directory (io.save)."""
-    import tensorflow as tf
-
+    """Writes a head model as `directory/model.keras` plus its backbone directory, as one
+    directory written whole (`io.save`)."""
     from albert_tf.models import io
 
-    io.save(model.backbone, directory, spm_model_file=spm_model_file)
-    local = tempfile.mkdtemp(prefix="albert_tf_head_")
-    try:
-        model.save(os.path.join(local, HEAD_MODEL_FILE))
-        target = f"{directory.rstrip('/')}/{HEAD_MODEL_FILE}"
-        tmp = temporary_path(target)
-        tf.io.gfile.copy(os.path.join(local, HEAD_MODEL_FILE), tmp, overwrite=True)
-        tf.io.gfile.rename(tmp, target, overwrite=True)
-    finally:
-        shutil.rmtree(local, ignore_errors=True)
+    io.save(model.backbone, directory, spm_model_file=spm_model_file,
+            extra_files={HEAD_MODEL_FILE: model.save})
     logging.info("Saved %s (%s and its backbone) to %s", type(model).__name__, HEAD_MODEL_FILE,
                  directory)
 
@@ -181,6 +171,11 @@ def convert_checkpoint(source_format, input_path, output_dir, target_format="alb
     if source_format == target_format:
         raise ValueError(f"source and target format are both {source_format!r}: nothing to convert")
     model = read_model(source_format, input_path, config_file, ignore_variables)
+    if spm_model_file is not None:
+        from albert_tf.text.vocab_check import check_vocabulary_matches
+
+        check_vocabulary_matches(spm_model_file, model.backbone.config, flag="--spm_model_file",
+                                 model=config_file or input_path)
     write_model(model, target_format, output_dir, spm_model_file)
     logging.info("Converted %s (%s) to %s (%s)", input_path, source_format, output_dir,
                  target_format)

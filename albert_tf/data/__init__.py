@@ -9,6 +9,7 @@ stay light):
 - `writer`: shard names, bounded shuffle buffer, atomic sharded TFRecord writing.
 - `pretraining`: `create_pretraining_data(...)`, the streaming multi-process driver.
 - `pipeline`: `pretraining_dataset(...)` and `dynamic_masking_dataset(...)` for training.
+- `input_checks`: the training files checked before training; a corrupt record blamed on its file.
 """
 from albert_tf._lazy import lazy_attributes  # noqa: E402
 

@@ -10,7 +10,10 @@ Specs accepted by `iter_documents` (comma-separated lists may mix them):
   (about 11 MB of prose, no download), cached after the first read.
 
 Nothing is loaded whole: documents are produced one at a time. Lines that are not valid UTF-8 are
-skipped and counted in a `CorpusStats` (or raise with file:line when `strict=True`).
+skipped and counted in a `CorpusStats` (or raise with file:line when `strict=True`). A file that is
+not UTF-8 text at all raises a `DataError` naming it: binary (a NUL byte in its first 64 KiB),
+UTF-16, or at least half of its non-blank lines undecodable (checked on the first 64 KiB when the
+spec is resolved, and on the whole file once it has been read).
 
 >>> stats = CorpusStats()
 >>> for sentences in iter_documents("corpus/*.txt", stats=stats):   # doctest: +SKIP
@@ -31,6 +34,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.data.task_spec import DataError
 from albert_tf.files import temporary_path
 from albert_tf.text.sentences import split_sentences
 
@@ -38,6 +42,8 @@ FORMATS = ("sentences", "lines")
 BUILTIN_PACKAGES = ("tensorflow", "keras", "numpy")
 _READ_CHUNK = 8 << 20
 _LOGGED_BAD_LINES = 10
+_SNIFF_BYTES = 64 << 10
+_MOSTLY_UNDECODABLE = 0.5  # a file with this fraction of bad non-blank lines is not UTF-8 text
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
@@ -89,8 +95,15 @@ def iter_documents(spec, format="sentences", *, strict=False, stats=None, data_d
             readers.append(_docstrings_reader(tuple(packages), cache_dir, stats))
         else:
             for path in resolve_files(item):
+                check_text_file(path)
                 readers.append(_file_reader(path, format, strict, stats))
     return _chain(readers, stats)
+
+
+def input_files(spec):
+    """The files a corpus spec reads ("tfds:" and "builtin:" items read none of the user's)."""
+    return [path for item in _split_spec(spec) if not item.startswith(("tfds:", "builtin:"))
+            for path in resolve_files(item)]
 
 
 def _chain(readers, stats):
@@ -131,9 +144,56 @@ def resolve_files(pattern):
     return files
 
 
+def _not_text_error(path, bad, lines, scope):
+    """The DataError of a file whose non-blank lines are mostly not valid UTF-8."""
+    return DataError(
+        f"{path}: {bad / lines:.0%} of the non-blank lines {scope} ({bad} of {lines}) are not "
+        f"valid UTF-8: is it Latin-1 or another encoding? Convert it to UTF-8, e.g. "
+        f"`iconv -f latin1 -t utf-8 {path} > {os.path.basename(path)}.utf8` (a file with fewer bad "
+        f"lines has them skipped and counted)")
+
+
+def _mostly_undecodable(bad, lines):
+    return bad > 0 and bad >= _MOSTLY_UNDECODABLE * lines
+
+
+def check_text_file(path):
+    """Raises DataError naming `path` when its first 64 KiB are not UTF-8 text: binary (a NUL
+    byte), UTF-16 (its byte-order mark), or at least half of the non-blank lines undecodable."""
+    with tf.io.gfile.GFile(path, "rb") as f:
+        head = f.read(_SNIFF_BYTES)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DataError(f"{path}: UTF-16 text (it starts with a UTF-16 byte-order mark); convert "
+                        f"it to UTF-8, e.g. `iconv -f utf-16 -t utf-8 {path} > "
+                        f"{os.path.basename(path)}.utf8`")
+    nul = head.find(b"\0")
+    if nul >= 0:
+        raise DataError(f"{path}: a binary file, not text (a NUL byte at offset {nul}); the corpus "
+                        "must be UTF-8 text")
+    lines = head.split(b"\n")
+    if len(head) == _SNIFF_BYTES:
+        lines.pop()  # may end inside a line (or a character)
+    lines = [line for line in lines if line.strip()]
+    bad = sum(1 for line in lines if not _decodes(line))
+    if _mostly_undecodable(bad, len(lines)):
+        whole = len(head) < _SNIFF_BYTES
+        scope = "of the file" if whole else f"in its first {_SNIFF_BYTES >> 10} KiB"
+        raise _not_text_error(path, bad, len(lines), scope)
+
+
+def _decodes(raw):
+    try:
+        raw.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
 def _read_lines(path, strict, stats):
-    """Yields the decoded lines of `path` (without line ends), skipping or raising on bad UTF-8."""
+    """Yields the decoded lines of `path` (without line ends), skipping or raising on bad UTF-8;
+    raises DataError at the end when at least half of the non-blank lines were bad."""
     stats.files += 1
+    non_blank = bad = 0
     with tf.io.gfile.GFile(path, "rb") as f:
         lineno, rest = 0, b""
         while True:
@@ -143,20 +203,25 @@ def _read_lines(path, strict, stats):
             for raw in lines:
                 lineno += 1
                 stats.lines += 1
+                non_blank += bool(raw.strip())
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as e:
                     location = f"{path}:{lineno}"
                     if strict:
-                        raise ValueError(f"{location}: not valid UTF-8 (byte "
-                                         f"{raw[e.start:e.start + 1]!r} at column {e.start + 1})") from None
+                        byte = raw[e.start:e.start + 1]
+                        raise DataError(f"{location}: not valid UTF-8 (byte {byte!r} at column "
+                                        f"{e.start + 1})") from None
+                    bad += 1
                     stats.skip(location)
                     continue
                 if lineno == 1 and line.startswith("\ufeff"):
                     line = line[1:]
                 yield line.rstrip("\r")
             if not chunk:
-                return
+                break
+    if _mostly_undecodable(bad, non_blank):
+        raise _not_text_error(path, bad, non_blank, "of the file")
 
 
 def _file_reader(path, format, strict, stats):

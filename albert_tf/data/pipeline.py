@@ -21,24 +21,42 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.data import masking, schema
+from albert_tf import files as files_lib
+from albert_tf.data import masking, schema, writer
 
 _AUTOTUNE = tf.data.AUTOTUNE
 
 
-def list_files(file_patterns: Union[str, Sequence[str]]) -> list:
-    """Sorted files matching comma-separated patterns (globs, gs:// allowed); errors when none."""
+def is_side_file(path: str) -> bool:
+    """True for what create_pretraining_data writes beside its records: the summary JSON and
+    hidden staging files (a glob such as data/* matches them; they are not records)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name.endswith(writer.SUMMARY_SUFFIX) or name.startswith(files_lib.TEMPORARY_PREFIX)
+
+
+def match_files(file_patterns: Union[str, Sequence[str]]) -> tuple:
+    """(sorted record files, sorted side files left out) matching comma-separated patterns (globs,
+    gs:// allowed); FileNotFoundError naming a pattern that matches no record file."""
     patterns = [file_patterns] if isinstance(file_patterns, str) else list(file_patterns)
     patterns = [p.strip() for item in patterns for p in str(item).split(",") if p.strip()]
     if not patterns:
         raise ValueError("file_patterns is empty")
-    files = []
+    records, side = set(), set()
     for pattern in patterns:
         matched = tf.io.gfile.glob(pattern)
-        if not matched:
-            raise FileNotFoundError(f"no TFRecord file matches {pattern!r}")
-        files.extend(matched)
-    return sorted(set(files))
+        kept = [path for path in matched if not is_side_file(path)]
+        if not kept:
+            only = f" (only {', '.join(sorted(matched))})" if matched else ""
+            raise FileNotFoundError(f"no TFRecord file matches {pattern!r}{only}")
+        records.update(kept)
+        side.update(set(matched) - set(kept))
+    return sorted(records), sorted(side)
+
+
+def list_files(file_patterns: Union[str, Sequence[str]]) -> list:
+    """Sorted record files matching comma-separated patterns (summaries and staging files left
+    out, see `is_side_file`); FileNotFoundError when a pattern matches none."""
+    return match_files(file_patterns)[0]
 
 
 def _read_records(files: list, is_training: bool, input_context, seed: Optional[int],

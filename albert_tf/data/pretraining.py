@@ -32,6 +32,7 @@ from albert_tf.data import instances as instances_lib
 from albert_tf import files
 from albert_tf.data import masking, schema, writer as writer_lib
 from albert_tf.errors import UserError
+from albert_tf.settings import InvalidFlagError
 
 _LOG_EVERY_SECONDS = 10.0
 
@@ -301,14 +302,20 @@ def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, low
     """Reads `input_spec` (see `albert_tf.data.corpora.iter_documents`) and writes pretraining
     TFRecords to `output_file` (comma list, or a prefix with num_output_shards > 1).
 
-    The corpus spec and the SentencePiece model are checked before any work. Returns the summary
-    (also written to PREFIX.summary.json / FIRST_FILE.summary.json unless write_summary=False).
+    The corpus spec, the SentencePiece model and the outputs (none may be an input file) are
+    checked before any work; a corpus file that is not UTF-8 text raises DataError naming it.
+    Returns the summary (also written to PREFIX.summary.json / FIRST_FILE.summary.json unless
+    write_summary=False).
     """
     from albert_tf.data import corpora
     from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
 
     config = config or CreationConfig()
     outputs = writer_lib.output_paths(output_file, num_output_shards)
+    summary_file = (writer_lib.summary_path(output_file, num_output_shards) if write_summary
+                    else None)
+    refuse_outputs_that_are_inputs(output_file, outputs + [summary_file] * bool(summary_file),
+                                   input_spec)
     model_proto = read_model_proto(spm_model_file)
     SentencePieceTokenizer(model_proto, lower_case=lower_case)  # fails early on a bad model
     corpus_stats = corpora.CorpusStats()
@@ -330,8 +337,27 @@ def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, low
     summary["skipped_lines"] = corpus_stats.skipped_lines
     summary["skipped_line_locations"] = list(corpus_stats.skipped_locations)
     summary["input"] = input_spec if isinstance(input_spec, str) else ",".join(input_spec)
-    if write_summary:
-        path = writer_lib.summary_path(output_file, num_output_shards)
-        files.write_json(path, summary)
-        logging.info("Summary written to %s", path)
+    if summary_file:
+        files.write_json(summary_file, summary)
+        logging.info("Summary written to %s", summary_file)
     return summary
+
+
+def _same_file_key(path: str) -> str:
+    return path if "://" in path else os.path.realpath(path)
+
+
+def refuse_outputs_that_are_inputs(output_file: str, outputs: List[str], input_spec) -> None:
+    """Raises InvalidFlagError, before anything is written, when an output (a file of
+    --output_file, a shard or the summary) is also a file the corpus spec reads."""
+    from albert_tf.data import corpora
+
+    inputs = {_same_file_key(path) for path in corpora.input_files(input_spec)}
+    spec = input_spec if isinstance(input_spec, str) else ",".join(input_spec)
+    for path in outputs:
+        if _same_file_key(path) in inputs:
+            named = [f.strip() for f in output_file.split(",")]
+            what = f"--output_file={path}" if path in named else (
+                f"--output_file={output_file} writes {path}, which")
+            raise InvalidFlagError(f"{what} is also an input file (--input_file={spec}); write the "
+                                   "records elsewhere")

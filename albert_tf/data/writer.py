@@ -5,6 +5,7 @@
 >>> sorted(out)
 [0, 1, 2, 3, 4]
 """
+import contextlib
 import random
 from typing import Iterable, Iterator, List
 
@@ -36,11 +37,14 @@ def output_paths(output_file: str, num_output_shards: int = 1) -> List[str]:
     return paths
 
 
+SUMMARY_SUFFIX = ".summary.json"
+
+
 def summary_path(output_file: str, num_output_shards: int = 1) -> str:
     """Where the JSON summary goes: PREFIX.summary.json (prefix mode) or FIRST_FILE.summary.json."""
     first = output_paths(output_file, num_output_shards)[0]
     stem = output_file.strip() if num_output_shards > 1 else first
-    return f"{stem}.summary.json"
+    return f"{stem}{SUMMARY_SUFFIX}"
 
 
 class ShuffleBuffer:
@@ -96,7 +100,12 @@ class ShardedRecordWriter:
             logging.info("Removed %d temporary file(s) left by an interrupted run", stale)
         # Hidden staging names: a glob of the outputs (train-*) never sees a partial shard.
         self._tmp_paths = [files.temporary_path(p) for p in self.paths]
-        self._writers = [tf.io.TFRecordWriter(p) for p in self._tmp_paths]
+        try:
+            for tmp in self._tmp_paths:
+                self._writers.append(tf.io.TFRecordWriter(tmp))
+        except BaseException:  # e.g. a read-only directory after the first file
+            self.abort()
+            raise
         self.counts = [0] * len(self.paths)
         self._next = 0
         self._done = False
@@ -118,11 +127,15 @@ class ShardedRecordWriter:
         self._done = True
 
     def abort(self) -> None:
+        """Deletes the staging files, whatever fails on the way (on a full disk, closing a
+        writer fails too)."""
         for writer in self._writers:
-            writer.close()
+            with contextlib.suppress(Exception):
+                writer.close()
         for tmp in self._tmp_paths:
-            if self._tf.io.gfile.exists(tmp):
-                self._tf.io.gfile.remove(tmp)
+            with contextlib.suppress(Exception):
+                if self._tf.io.gfile.exists(tmp):
+                    self._tf.io.gfile.remove(tmp)
         self._done = True
         logging.warning("Output discarded: no file of %s was written", self.paths)
 

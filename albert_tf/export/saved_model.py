@@ -144,8 +144,12 @@ def _serving_preprocessor(preprocessor, dynamic_padding):
 
 def _start_archive(model, preprocessor, dynamic_padding):
     """(float32 copy of `model`, serving preprocessor, ExportArchive tracking both)."""
-    model = float32_copy(model)
+    from albert_tf.text.vocab_check import check_vocabulary_matches
+
     pre = _serving_preprocessor(preprocessor, dynamic_padding)
+    check_vocabulary_matches(preprocessor, getattr(model, "backbone", model).config,
+                             model=f"the exported {type(model).__name__}")
+    model = float32_copy(model)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(pre)

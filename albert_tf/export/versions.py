@@ -1,9 +1,10 @@
 """Versioned model directories as TF Serving expects them: EXPORT_DIR/<integer version>/.
 
 A new version is one more than the highest existing integer directory (1 for an empty base).
-It is written completely into a hidden temporary sibling and renamed into place at the end, so
-a server polling EXPORT_DIR never sees a half-written version, and an existing version is never
-overwritten.
+It is written completely into a hidden temporary sibling (`albert_tf.files.temporary_path`) and
+renamed into place at the end, so a server polling EXPORT_DIR never sees a half-written version,
+and an existing version is never overwritten. The staging directory a killed export left is
+removed when that version is exported again.
 
 >>> import tempfile
 >>> base = tempfile.mkdtemp()
@@ -14,12 +15,11 @@ overwritten.
 """
 import contextlib
 import os
-import uuid
 
 import tensorflow as tf
 from absl import logging
 
-_TMP_PREFIX = ".tmp-"
+from albert_tf import files
 
 
 def list_versions(base_dir):
@@ -55,7 +55,10 @@ def publish_version(base_dir, version=None):
         raise FileExistsError(f"{target} already exists; versions are never overwritten "
                               f"(existing: {list_versions(base_dir)})")
     tf.io.gfile.makedirs(base_dir)
-    tmp = os.path.join(base_dir, f"{_TMP_PREFIX}{version}-{uuid.uuid4().hex}")
+    if files.remove_stale_temporaries(target):
+        logging.info("Removed the staging directory of an interrupted export of version %d",
+                     version)
+    tmp = files.temporary_path(target)
     tf.io.gfile.makedirs(tmp)
     try:
         yield tmp, version

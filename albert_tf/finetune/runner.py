@@ -30,7 +30,6 @@ run (tested on CPU with a fixed seed).
 import dataclasses
 import os
 import time
-import uuid
 
 import keras
 import numpy as np
@@ -40,6 +39,7 @@ from absl import logging
 from albert_tf import files
 from albert_tf.finetune import inputs
 from albert_tf.finetune.params import FinetuneParams, validate
+from albert_tf.logs import show_progress
 from albert_tf.settings import InvalidFlagError
 from albert_tf.train import checkpointing, strategy as strategy_lib, summaries
 from albert_tf.train.checkpointing import Preempted
@@ -79,14 +79,14 @@ def _pretrained_directory(path):
 
 
 def resolve_vocabulary(params, config):
-    """The SentencePiece model path, checked against the model's vocabulary.
-
-    The vocabulary size must equal the config's `vocab_size`; when the model directory holds its
-    own spm.model and another file is given, the special ids ([CLS], [SEP], <pad>, <unk>,
-    [MASK]) must agree (a different piece table is logged as a warning).
+    """The SentencePiece model path, checked against the model's vocabulary
+    (`albert_tf.text.vocab_check.check_vocabulary_matches`): its size must equal the config's
+    `vocab_size`; when the model directory holds its own spm.model and another file is given,
+    the special ids must agree (a different piece table is logged as a warning).
     """
     from albert_tf.models import io
-    from albert_tf.text.tokenizer import SentencePieceTokenizer
+    from albert_tf.text.tokenizer import VocabularyError
+    from albert_tf.text.vocab_check import check_vocabulary_matches
 
     own = io.spm_model_path(params.init_checkpoint) if params.init_checkpoint else None
     path = params.spm_model_file or own
@@ -94,26 +94,12 @@ def resolve_vocabulary(params, config):
         raise InvalidFlagError(f"--spm_model_file is required: {params.init_checkpoint or 'a preset'}"
                                " has no spm.model")
     flag = "--spm_model_file" if params.spm_model_file else "--init_checkpoint's spm.model"
+    reference = own if own and params.spm_model_file and own != params.spm_model_file else None
     try:
-        tokenizer = SentencePieceTokenizer(path, lower_case=params.do_lower_case)
-    except (OSError, ValueError) as e:
-        raise InvalidFlagError(f"{flag}={path}: {e}") from None
-    if config is not None and tokenizer.vocab_size != config.vocab_size:
-        raise InvalidFlagError(
-            f"{flag}={path} has {tokenizer.vocab_size} pieces but the model "
-            f"({params.init_checkpoint or params.preset}) has vocab_size {config.vocab_size}: "
-            "the tokenizer does not belong to this model")
-    if own and params.spm_model_file and own != params.spm_model_file:
-        reference = SentencePieceTokenizer(own, lower_case=params.do_lower_case)
-        ids = ("cls_id", "sep_id", "pad_id", "unk_id", "mask_id")
-        differing = [k for k in ids if getattr(reference, k) != getattr(tokenizer, k)]
-        if differing:
-            raise InvalidFlagError(
-                f"--spm_model_file={path}: special ids differ from the model's own {own} "
-                f"({', '.join(f'{k} {getattr(tokenizer, k)} vs {getattr(reference, k)}' for k in differing)})")
-        if tokenizer.model_proto != reference.model_proto:
-            logging.warning("--spm_model_file=%s differs from the model's own %s (same size and "
-                            "special ids): make sure it is the pretraining vocabulary", path, own)
+        check_vocabulary_matches(path, config, flag=flag,
+                                 model=params.init_checkpoint or params.preset, reference=reference)
+    except VocabularyError as e:
+        raise InvalidFlagError(str(e)) from None
     return path
 
 
@@ -189,27 +175,21 @@ def _checkpoint_steps(checkpointer):
     return [int(path.rsplit("-", 1)[-1]) for path in checkpointer.manager.checkpoints]
 
 
-def _check_same_run(params, task, model, output_dir):
-    """Refuses an output directory that holds a run of another model or task."""
+def _flat_run(run):
+    return {**run.get("model", {}), "task": run.get("task"), "num_classes": run.get("num_classes")}
+
+
+def _check_same_run(task, model, output_dir):
+    """Refuses an output directory whose run.json is of another model or task; returns the
+    run.json to write once resuming succeeded (None when it is there already)."""
     current = {"model": model.backbone.config.to_dict(), "task": task.name,
                "num_classes": int(model.num_classes)}
     path = os.path.join(output_dir, RUN_FILE)
-    if tf.io.gfile.exists(path):
-        previous = files.read_json(path)
-        differing = sorted(k for k in set(current["model"]) | set(previous.get("model", {}))
-                           if current["model"].get(k) != previous.get("model", {}).get(k))
-        for key in ("task", "num_classes"):
-            if previous.get(key) != current[key]:
-                differing.append(key)
-        if differing:
-            detail = ", ".join(
-                f"{k}: {previous.get('model', {}).get(k, previous.get(k))} there vs "
-                f"{current['model'].get(k, current.get(k))} now" for k in differing[:4])
-            raise InvalidFlagError(
-                f"--output_dir={output_dir} holds a run of another model or task ({detail}); "
-                "use a new --output_dir")
-    else:
-        files.write_json(path, current)
+    if not tf.io.gfile.exists(path):
+        return current
+    checkpointing.check_same_settings(_flat_run(files.read_json(path)), _flat_run(current),
+                                      f"--output_dir={output_dir}")
+    return None
 
 
 # ----------------------------------------------------------------------------- the runner
@@ -255,17 +235,23 @@ class _Finetuner:
         return int(self.optimizer.iterations.numpy())
 
     def restore(self):
-        _check_same_run(self.p, self.task, self.model, self.p.output_dir)
+        run = _check_same_run(self.task, self.model, self.p.output_dir)
         path = self.checkpointer.latest()
+        what = f"--output_dir={self.p.output_dir}"
+        if path:
+            try:
+                self.checkpointer.restore_latest(what)  # names the settings that differ
+            except InvalidFlagError:
+                raise
+            except (AssertionError, ValueError, tf.errors.OpError) as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise InvalidFlagError(f"{what}: cannot resume from {path} ({first[:200]}); it "
+                                       "holds a run of another model: use a new --output_dir") \
+                    from None
+        if run is not None:  # recorded once this run is known to fit the directory
+            files.write_json(os.path.join(self.p.output_dir, RUN_FILE), run)
         if not path:
             return None
-        try:
-            self.checkpointer.restore_latest()
-        except (AssertionError, ValueError, tf.errors.OpError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise InvalidFlagError(f"--output_dir={self.p.output_dir}: cannot resume from {path} "
-                                   f"({first[:200]}); it holds a run of another model: use a "
-                                   "new --output_dir") from None
         try:
             self.state.restore(self.step)
         except FileNotFoundError:
@@ -293,10 +279,8 @@ class _Finetuner:
         if improved:
             state.best = {"step": int(step), "metric": main, "value": value}
             self.best_dev_predictions = predictions  # written at the end, without a new pass
-            target = os.path.join(self.p.output_dir, BEST_WEIGHTS)
-            tmp = os.path.join(self.p.output_dir, f".best-{uuid.uuid4().hex}.weights.h5")
-            self.model.save_weights(tmp)
-            tf.io.gfile.rename(tmp, target, overwrite=True)
+            files.save_atomic(os.path.join(self.p.output_dir, BEST_WEIGHTS),
+                              self.model.save_weights, suffix=".weights.h5")
         state.history.append({"step": int(step), **{f"eval_{k}": v for k, v in metrics.items()}})
         files.write_json(os.path.join(self.p.output_dir, RESULTS_FILE),
                          {"best": state.best, "baselines": self.baselines,
@@ -377,10 +361,8 @@ class _Finetuner:
             self.model.load_weights(best_path)
             logging.info("Loaded the best weights: %s %.4f at step %d", state.best["metric"],
                          state.best["value"], state.best["step"])
-        model_path = os.path.join(p.output_dir, MODEL_FILE)
-        tmp = os.path.join(p.output_dir, f".model-{uuid.uuid4().hex}.keras")
-        self.model.save(tmp)
-        tf.io.gfile.rename(tmp, model_path, overwrite=True)
+        files.save_atomic(os.path.join(p.output_dir, MODEL_FILE), self.model.save,
+                          suffix=".keras")
         info_path = os.path.join(p.output_dir, INFO_FILE)
         info = {"task": self.task.describe(), "step": step, "best": state.best,
                 "params": dataclasses.asdict(p)}
@@ -440,6 +422,7 @@ def run_finetuning(params, task, strategy=None):
     naming the file and line), StrategyError, and Preempted after saving a checkpoint on SIGTERM
     or Ctrl-C.
     """
+    show_progress()
     from albert_tf.train.task import set_precision
 
     validate(params)

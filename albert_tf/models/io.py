@@ -5,13 +5,26 @@ Layout of a model directory:
     config.json             AlbertConfig in the original albert_config.json dialect
     pretrainer.weights.h5   Keras weights of an AlbertPretrainer (backbone + MLM + SOP heads)
       or backbone.weights.h5  Keras weights of a bare AlbertModel (exactly one of the two)
-    spm.model               optional SentencePiece model
+    spm.model               optional SentencePiece model (checked against vocab_size)
+    model.keras             optional fine-tuned head model (albert_tf.convert.checkpoint)
 
 `load(directory)` always returns an AlbertPretrainer: from a backbone-only directory its heads
 are freshly initialised (a warning is logged). `load_backbone(directory)` returns the
-AlbertModel from either kind. A new directory is written in a temporary sibling directory and
-renamed into place; into an existing directory (e.g. one that also holds checkpoints) each of
-our files is replaced atomically and nothing else is touched.
+AlbertModel from either kind.
+
+A directory is written whole, so it never mixes files of two saves (such as a stale spm.model):
+* local: the new directory is built under a hidden name beside it (`files.temporary_path`), then
+  the two are exchanged in one atomic step (Linux renameat2) and the old one deleted. A save
+  killed before the swap leaves the previous directory as it was (its staging directory is
+  removed by the next save). Where the exchange is not available, the old one is renamed aside
+  and the new one renamed in: between the two renames (microseconds) `directory` is missing,
+  its previous version then under `.tmp-<name>-...` beside it.
+* gs:// and other object stores, where a directory cannot be renamed atomically: each file is
+  written under a hidden name and renamed into place (per-object atomic), then the layout files
+  this save did not write are deleted. A save killed midway can leave new and old files mixed;
+  save again.
+An existing directory that holds anything but these files (checkpoints, a fine-tuning run) is
+refused rather than replaced.
 
 >>> import tempfile
 >>> from albert_tf.config import AlbertConfig
@@ -32,7 +45,9 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.config import AlbertConfig
-from albert_tf.files import temporary_path
+from albert_tf.errors import UserError
+from albert_tf.files import (TEMPORARY_PREFIX, exchange_paths, remove_stale_temporaries,
+                             temporary_path)
 from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.pretrainer import AlbertPretrainer
 
@@ -40,76 +55,131 @@ CONFIG_FILE = "config.json"
 PRETRAINER_WEIGHTS = "pretrainer.weights.h5"
 BACKBONE_WEIGHTS = "backbone.weights.h5"
 SPM_FILE = "spm.model"
+HEAD_MODEL_FILE = "model.keras"  # written by albert_tf.convert.checkpoint.save_head_model
+LAYOUT_FILES = (CONFIG_FILE, PRETRAINER_WEIGHTS, BACKBONE_WEIGHTS, SPM_FILE, HEAD_MODEL_FILE)
 _LAYOUT = (f"{CONFIG_FILE} plus {PRETRAINER_WEIGHTS} or {BACKBONE_WEIGHTS} "
            f"(and optionally {SPM_FILE})")
+
+
+class ModelDirectoryError(UserError, ValueError):
+    """A model directory cannot be written where asked; the message names it."""
 
 
 def _join(directory, name):
     return f"{directory.rstrip('/')}/{name}"
 
 
-def save(model, directory, spm_model_file=None):
-    """Writes `model` (an AlbertPretrainer or AlbertModel) into `directory`.
+def save(model, directory, spm_model_file=None, extra_files=None):
+    """Writes `model` (an AlbertPretrainer or AlbertModel) as the directory `directory`, whole.
 
     Args:
         model: the model to save; a pretrainer keeps its heads, a backbone is saved alone.
-        directory: a local or gs:// directory; created (with parents) if missing.
-        spm_model_file: optional SentencePiece model file, copied in as `spm.model`.
+        directory: a local or gs:// directory; created (with parents) if missing, replaced
+            whole if it is a model directory (see the module docstring), refused otherwise.
+        spm_model_file: optional SentencePiece model file, copied in as `spm.model` after
+            `check_vocabulary_matches` against the model's config.
+        extra_files: optional {name in LAYOUT_FILES: callable(local_path)} writing more files
+            into the same directory (the fine-tuned head's model.keras).
     """
     if isinstance(model, AlbertPretrainer):
-        weights_name, stale_name = PRETRAINER_WEIGHTS, BACKBONE_WEIGHTS
-        config = model.backbone.config
+        weights_name, config = PRETRAINER_WEIGHTS, model.backbone.config
     elif isinstance(model, AlbertModel):
-        weights_name, stale_name = BACKBONE_WEIGHTS, PRETRAINER_WEIGHTS
-        config = model.config
+        weights_name, config = BACKBONE_WEIGHTS, model.config
     else:
         raise TypeError(f"save() needs an AlbertPretrainer or AlbertModel, got "
                         f"{type(model).__name__}")
-    if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
-        raise FileNotFoundError(f"spm_model_file not found: {spm_model_file}")
+    if spm_model_file is not None:
+        if not tf.io.gfile.exists(spm_model_file):
+            raise FileNotFoundError(f"spm_model_file not found: {spm_model_file}")
+        from albert_tf.text.vocab_check import check_vocabulary_matches
 
+        check_vocabulary_matches(spm_model_file, config, flag="spm_model_file",
+                                 model=f"the {type(model).__name__} saved to {directory}")
+    writers = {CONFIG_FILE: lambda path: config.to_json_file(path, dialect="original"),
+               weights_name: model.save_weights}
+    if spm_model_file is not None:
+        writers[SPM_FILE] = lambda path: tf.io.gfile.copy(spm_model_file, path, overwrite=True)
+    writers.update(extra_files or {})
+    _check_replaceable(directory)
+    if "://" in directory:
+        _write_in_place(writers, directory)
+    else:
+        _write_and_swap(writers, directory)
+    logging.info("Saved %s (%s) to %s", type(model).__name__, ", ".join(writers), directory)
+
+
+def _check_replaceable(directory):
+    """Refuses to replace a file, or a directory holding more than a saved model."""
+    if not tf.io.gfile.exists(directory):
+        return
+    if not tf.io.gfile.isdir(directory):
+        raise ModelDirectoryError(f"{directory} is a file, not a model directory")
+    other = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(directory)
+                   if name.rstrip("/") not in LAYOUT_FILES
+                   and not name.startswith(TEMPORARY_PREFIX))
+    if other:
+        raise ModelDirectoryError(
+            f"{directory} holds more than a saved model ({', '.join(other[:5])}); a model "
+            "directory is replaced whole: save to a new directory or remove those files")
+
+
+def _write_and_swap(writers, directory):
+    """Local: build the directory under a hidden name beside it, then swap it in."""
+    directory = directory.rstrip("/") or directory
+    parent = os.path.dirname(os.path.abspath(directory))
+    os.makedirs(parent, exist_ok=True)
+    remove_stale_temporaries(directory)
+    staging = temporary_path(directory)
+    os.makedirs(staging)
+    try:
+        _write_through_local_files(writers, staging, shutil.copyfile)
+        aside = None
+        if os.path.isdir(directory):
+            aside = staging
+            if not exchange_paths(staging, directory):  # else: missing between two renames
+                aside = temporary_path(directory)
+                os.rename(directory, aside)
+                try:
+                    os.rename(staging, directory)
+                except BaseException:
+                    os.rename(aside, directory)
+                    raise
+        else:
+            os.rename(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if aside:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def _write_through_local_files(writers, directory, copy):
+    """Runs each writer on a local temporary file, then `copy(local, directory/name)`: h5py and
+    Keras write local files only, and a full target disk then fails in `copy` with a clear
+    OSError instead of inside h5py."""
     local = tempfile.mkdtemp(prefix="albert_tf_save_")
     try:
-        config.to_json_file(os.path.join(local, CONFIG_FILE), dialect="original")
-        model.save_weights(os.path.join(local, weights_name))
-        names = [CONFIG_FILE, weights_name]
-        if spm_model_file is not None:
-            tf.io.gfile.copy(spm_model_file, os.path.join(local, SPM_FILE), overwrite=True)
-            names.append(SPM_FILE)
-        if tf.io.gfile.isdir(directory):
-            _replace_files(local, names, directory)
-            stale = _join(directory, stale_name)
-            if tf.io.gfile.exists(stale):
-                tf.io.gfile.remove(stale)
-        else:
-            _publish_new_directory(local, names, directory)
+        for name, write in writers.items():
+            write(os.path.join(local, name))
+            copy(os.path.join(local, name), _join(directory, name))
     finally:
         shutil.rmtree(local, ignore_errors=True)
-    logging.info("Saved %s (%s) to %s", type(model).__name__, ", ".join(names), directory)
 
 
-def _publish_new_directory(local, names, directory):
-    parent = os.path.dirname(directory.rstrip("/"))
-    if parent:
-        tf.io.gfile.makedirs(parent)
-    staging = temporary_path(directory)
-    tf.io.gfile.makedirs(staging)
-    try:
-        for name in names:
-            tf.io.gfile.copy(os.path.join(local, name), _join(staging, name), overwrite=True)
-        tf.io.gfile.rename(staging, directory)
-    except BaseException:
-        if tf.io.gfile.exists(staging):
-            tf.io.gfile.rmtree(staging)
-        raise
+def _write_in_place(writers, directory):
+    """gs:// (no atomic directory rename): each file atomically, then stale layout files go."""
 
-
-def _replace_files(local, names, directory):
-    for name in names:
-        target = _join(directory, name)
+    def copy_atomically(local_path, target):
+        remove_stale_temporaries(target)
         tmp = temporary_path(target)
-        tf.io.gfile.copy(os.path.join(local, name), tmp, overwrite=True)
+        tf.io.gfile.copy(local_path, tmp, overwrite=True)
         tf.io.gfile.rename(tmp, target, overwrite=True)
+
+    tf.io.gfile.makedirs(directory)
+    _write_through_local_files(writers, directory, copy_atomically)
+    for name in set(LAYOUT_FILES) - set(writers):
+        if tf.io.gfile.exists(_join(directory, name)):
+            tf.io.gfile.remove(_join(directory, name))
 
 
 def _inspect(directory):

@@ -20,7 +20,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.text.layers import TRUNCATIONS, SegmentPacker, TextTokenizer
-from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
+from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -61,13 +61,15 @@ class AlbertPreprocessor(keras.layers.Layer):
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
         if not isinstance(bucket, int) or bucket < 1:
             raise ValueError(f"bucket must be a positive integer, got {bucket!r}")
-        self.model_proto = read_model_proto(spm_model)
         self.lower_case = bool(lower_case)
+        # Read and checked from the path itself, so an error names the file.
+        python_tokenizer = SentencePieceTokenizer(spm_model, lower_case=self.lower_case)
+        self.model_proto = python_tokenizer.model_proto
+        self.source = python_tokenizer.source  # the .model path (None after from_config)
         self.seq_length = seq_length
         self.truncation = truncation
         self.dynamic_padding = bool(dynamic_padding)
         self.bucket = bucket
-        python_tokenizer = SentencePieceTokenizer(self.model_proto, lower_case=self.lower_case)
         self.vocab_size = python_tokenizer.vocab_size
         self.special_ids = {"cls_id": python_tokenizer.cls_id, "sep_id": python_tokenizer.sep_id,
                             "pad_id": python_tokenizer.pad_id, "mask_id": python_tokenizer.mask_id}

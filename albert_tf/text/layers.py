@@ -12,7 +12,7 @@ import tensorflow as tf
 import tensorflow_text as tft
 
 from albert_tf.text import graph_ops
-from albert_tf.text.tokenizer import read_model_proto
+from albert_tf.text.tokenizer import load_processor
 
 TRUNCATIONS = ("round_robin", "longest_first")
 PAD_TO = ("fixed", "longest")
@@ -57,9 +57,9 @@ class TextTokenizer(_StringLayer):
         if (spm_model_file_or_bytes is None) == (model_proto_base64 is None):
             raise ValueError("TextTokenizer needs exactly one of spm_model_file_or_bytes and model_proto_base64")
         if model_proto_base64 is not None:
-            self.model_proto = base64.b64decode(model_proto_base64)
-        else:
-            self.model_proto = read_model_proto(spm_model_file_or_bytes)
+            spm_model_file_or_bytes = base64.b64decode(model_proto_base64)
+        # Checked here: tensorflow-text would fail later, in the graph, quoting the bytes.
+        self.model_proto, _ = load_processor(spm_model_file_or_bytes)
         self.lower_case = bool(lower_case)
         self.sentencepiece = tft.SentencepieceTokenizer(model=self.model_proto, out_type=tf.string)
 

@@ -2,7 +2,9 @@
 
 The in-graph twin is `albert_tf.text.layers.TextTokenizer`; both give the same ids.
 """
+import os
 
+from albert_tf.errors import UserError
 from albert_tf.text.normalize import preprocess_text
 
 WORD_START = "\u2581"  # SentencePiece's word-start marker "▁"
@@ -15,17 +17,59 @@ _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz") | START_PUNCTUATION
 SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 
 
-def read_model_proto(model_file_or_bytes):
-    """Returns the serialized SentencePiece model: `bytes` pass through, paths go through tf.io.gfile."""
-    import tensorflow as tf  # only for gs:// and other gfile paths; keeps worker processes light
+class VocabularyError(UserError, ValueError):
+    """A SentencePiece model file is unusable or does not belong to the model; names the file."""
 
+
+def spm_name(model_file_or_bytes):
+    """How errors name a SentencePiece model: its path, or the size of the given bytes."""
+    if isinstance(model_file_or_bytes, (bytes, bytearray)):
+        return f"the given SentencePiece model ({len(model_file_or_bytes)} bytes)"
+    return str(model_file_or_bytes)
+
+
+def read_model_proto(model_file_or_bytes):
+    """Returns the serialized SentencePiece model: `bytes` pass through, paths are read (gs://
+    and other remote paths through tf.io.gfile)."""
     if isinstance(model_file_or_bytes, (bytes, bytearray)):
         return bytes(model_file_or_bytes)
     path = str(model_file_or_bytes)
+    if "://" not in path:  # local: no TensorFlow import, so worker processes stay light
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"SentencePiece model file not found: {path}")
+        with open(path, "rb") as f:
+            return f.read()
+    import tensorflow as tf
+
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"SentencePiece model file not found: {path}")
     with tf.io.gfile.GFile(path, "rb") as f:
         return f.read()
+
+
+def load_processor(model_file_or_bytes):
+    """(serialized model, loaded `SentencePieceProcessor`); a file that is not a SentencePiece
+    model raises VocabularyError "<path>: not a SentencePiece model (...)", never its bytes.
+
+    >>> load_processor(b"not a model")
+    Traceback (most recent call last):
+    ...
+    albert_tf.text.tokenizer.VocabularyError: the given SentencePiece model (11 bytes): not a \
+SentencePiece model (it does not parse as one)
+    """
+    import sentencepiece as spm
+
+    proto = read_model_proto(model_file_or_bytes)
+    processor = spm.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(proto)
+    except RuntimeError as e:
+        reason = str(e).replace("INTERNAL: ", "").strip()
+        if "ParseFromArray" in reason or not reason:
+            reason = "it does not parse as one"
+        raise VocabularyError(f"{spm_name(model_file_or_bytes)}: not a SentencePiece model "
+                              f"({reason[:200]})") from None
+    return proto, processor
 
 
 def is_start_piece(piece):
@@ -88,22 +132,19 @@ class SentencePieceTokenizer:
     """
 
     def __init__(self, model_file_or_bytes, lower_case=True):
-        import sentencepiece as spm
-
-        self.model_proto = read_model_proto(model_file_or_bytes)
+        self.model_proto, self._sp = load_processor(model_file_or_bytes)
         self.lower_case = bool(lower_case)
-        self._sp = spm.SentencePieceProcessor()
-        try:
-            self._sp.LoadFromSerializedProto(self.model_proto)
-        except RuntimeError as e:
-            raise ValueError(f"not a SentencePiece model ({model_file_or_bytes!r:.200}): {e}") from None
+        # The file it was read from (None for bytes): what vocabulary errors name.
+        self.source = None if isinstance(model_file_or_bytes, (bytes, bytearray)) else str(
+            model_file_or_bytes)
         ids = {}
         for name, piece in SPECIAL_PIECES.items():
             i = self._sp.PieceToId(piece)
             if self._sp.IdToPiece(i) != piece:
-                raise ValueError(
-                    f"SentencePiece model has no {piece!r} piece; ALBERT needs <pad>, <unk>, [CLS], "
-                    "[SEP] and [MASK] (train one with scripts/train_tokenizer.py)")
+                raise VocabularyError(
+                    f"{spm_name(model_file_or_bytes)}: SentencePiece model has no {piece!r} "
+                    "piece; ALBERT needs <pad>, <unk>, [CLS], [SEP] and [MASK] (train one with "
+                    "scripts/train_tokenizer.py)")
             ids[name] = i
         self.pad_id, self.unk_id = ids["pad"], ids["unk"]
         self.cls_id, self.sep_id, self.mask_id = ids["cls"], ids["sep"], ids["mask"]

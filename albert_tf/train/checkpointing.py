@@ -7,6 +7,10 @@
   restores from the chief's directory.
 * The input position is not stored: the runner rebuilds the input pipeline and skips to the
   restored step (see `albert_tf.train.runner`).
+* Before restoring, `restore_latest` compares the checkpoint's variables (names and shapes, as
+  `tf.train.list_variables` gives them) with the model's and raises InvalidFlagError saying the
+  directory holds a run of another model and which settings differ (from the shapes; a runner
+  that stored its config compares those fields first with `check_same_settings`).
 * `PreemptionWatcher` turns SIGTERM (how Cloud TPU / GKE / Slurm announce preemption) into a
   flag the loop checks between loops; the runner then saves and exits.
 
@@ -28,6 +32,21 @@ import threading
 
 import tensorflow as tf
 from absl import logging
+
+from albert_tf.settings import InvalidFlagError
+
+# (variable path suffix, axis, the AlbertConfig setting that sizes that axis): how a shape
+# difference is told as a setting.
+SHAPE_SETTINGS = (
+    ("embeddings/word_embeddings", 0, "vocab_size"),
+    ("embeddings/word_embeddings", 1, "embedding_size"),
+    ("embeddings/position_embeddings", 0, "max_position_embeddings"),
+    ("embeddings/token_type_embeddings", 0, "type_vocab_size"),
+    ("embeddings/embedding_projection/kernel", 1, "hidden_size"),
+    ("encoder/attention/query_kernel", 0, "num_hidden_groups (or sharing)"),
+    ("encoder/attention/query_kernel", 1, "inner_group_num"),
+    ("encoder/ffn/intermediate_kernel", 3, "intermediate_size"),
+)
 
 
 class Preempted(Exception):
@@ -52,7 +71,7 @@ class Checkpointer:
     def __init__(self, directory, model, optimizer, max_to_keep=5, chief=True):
         self.directory = directory
         self.chief = chief
-        self.optimizer = optimizer
+        self.model, self.optimizer = model, optimizer
         # The optimizer reaches every trainable variable; the non-trainable ones (dropout seed
         # states among them) are listed too, so a resumed run draws the same dropout masks.
         self.checkpoint = tf.train.Checkpoint(
@@ -71,10 +90,18 @@ class Checkpointer:
         """Path prefix of the newest checkpoint in the chief's directory, or None."""
         return tf.train.latest_checkpoint(self.directory)
 
-    def restore_latest(self):
-        """Restores the newest checkpoint (every process reads the chief's); returns its path or None."""
+    def restore_latest(self, what=None):
+        """Restores the newest checkpoint (every process reads the chief's); returns its path or
+        None. A checkpoint of another model raises InvalidFlagError naming `what` (default: the
+        directory) and the settings that differ."""
         path = self.latest()
         if path:
+            differences = shape_differences(self.checkpoint, path, self.model.variables)
+            if differences:
+                raise InvalidFlagError(
+                    f"{what or self.directory} holds a run of another model "
+                    f"({describe_shape_differences(differences)}): resume it with its own "
+                    "settings or use a new --output_dir")
             self.checkpoint.restore(path).assert_existing_objects_matched()
             logging.info("Restored %s (step %d)", path, int(self.optimizer.iterations.numpy()))
         return path
@@ -93,6 +120,70 @@ class Checkpointer:
     def close(self):
         if not self.chief and os.path.isdir(self._write_dir):
             shutil.rmtree(self._write_dir, ignore_errors=True)
+
+
+def _saved_shapes(checkpoint, path):
+    """{id(variable): shape saved for it in `path`}, matching objects to the checkpoint's object
+    graph as `restore` does (Keras variables are saved under the optimizer's lists, not names)."""
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    reader = tf.train.load_checkpoint(path)
+    shapes = reader.get_variable_to_shape_map()
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    view = tf.train.TrackableView(checkpoint)
+    saved, visited, pending = {}, set(), [(checkpoint, 0)]
+    while pending:
+        trackable, node_id = pending.pop()
+        if node_id in visited:
+            continue
+        visited.add(node_id)
+        node = graph.nodes[node_id]
+        for attribute in node.attributes:
+            if attribute.name == "VARIABLE_VALUE" and attribute.checkpoint_key in shapes:
+                saved[id(trackable)] = tuple(shapes[attribute.checkpoint_key])
+        children = view.children(trackable)
+        pending.extend((children[ref.local_name], ref.node_id) for ref in node.children
+                       if ref.local_name in children)
+    return saved
+
+
+def shape_differences(checkpoint, path, variables):
+    """[(variable path, shape in `path` or None when absent, shape now)] for each of
+    `variables` (reachable from the tf.train.Checkpoint `checkpoint`) that does not match."""
+    saved = _saved_shapes(checkpoint, path)
+    differences = []
+    for variable in variables:
+        shape = saved.get(id(variable))
+        if shape != tuple(variable.shape):
+            differences.append((getattr(variable, "path", variable.name), shape,
+                                tuple(variable.shape)))
+    return differences
+
+
+def describe_shape_differences(differences, limit=4):
+    """The settings behind shape differences ("hidden_size 32 there vs 64 now"), or else the
+    variables themselves."""
+    settings = {}
+    for name, saved, now in differences:
+        for suffix, axis, setting in SHAPE_SETTINGS:
+            if saved and name.endswith(suffix) and saved[axis] != now[axis]:
+                settings.setdefault(setting, f"{setting} {saved[axis]} there vs {now[axis]} now")
+    if settings:
+        return ", ".join(list(settings.values())[:limit])
+    return ", ".join(f"{name}: {'absent' if saved is None else saved} there vs {now} now"
+                     for name, saved, now in differences[:limit])
+
+
+def check_same_settings(previous, current, what, limit=4):
+    """Raises InvalidFlagError when the dicts `previous` (stored by an earlier run in `what`)
+    and `current` differ, naming the settings: "hidden_size: 32 there vs 64 now"."""
+    differing = sorted(k for k in set(previous) | set(current) if previous.get(k) != current.get(k))
+    if differing:
+        detail = ", ".join(f"{k}: {previous.get(k)} there vs {current.get(k)} now"
+                           for k in differing[:limit])
+        raise InvalidFlagError(f"{what} holds a run of another model ({detail}): resume it with "
+                               "its own settings or use a new --output_dir")
 
 
 # What a fine-tuning run treats as "save and stop": preemption and Ctrl-C.

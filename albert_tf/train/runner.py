@@ -40,6 +40,8 @@ from absl import logging
 
 from albert_tf import files
 from albert_tf.config import AlbertConfig, list_presets
+from albert_tf.data import input_checks
+from albert_tf.logs import show_progress
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
 from albert_tf.settings import InvalidFlagError
 from albert_tf.train import checkpointing, strategy as strategy_lib, summaries
@@ -182,6 +184,14 @@ class _Runner:
         self.chief = strategy_lib.is_chief(strategy)
         self.workers = strategy_lib.num_workers(strategy)
         self.config = load_config(params)
+        if params.spm_model_file:  # before any work: a vocabulary of another model fails now
+            from albert_tf.models.io import spm_model_path
+            from albert_tf.text.vocab_check import check_vocabulary_matches
+
+            own = spm_model_path(params.init_checkpoint) if params.init_checkpoint else None
+            check_vocabulary_matches(params.spm_model_file, self.config, flag="--spm_model_file",
+                                     model=params.albert_config_file or f"--preset={params.preset}",
+                                     reference=own)
         self.task = PretrainingTask(self.config, params.max_seq_length, params.max_predictions_per_seq,
                                     seed=params.seed, dynamic_masking=params.dynamic_masking,
                                     spm_model_file=params.spm_model_file)
@@ -205,7 +215,15 @@ class _Runner:
 
     # ------------------------------------------------------------------ setup
     def restore_or_warm_start(self):
-        restored = self.checkpointer.restore_latest()
+        """Resumes from the newest checkpoint of --output_dir (after checking that it holds a run
+        of this model: the albert_config.json written there, then the variables' shapes) or
+        warm-starts from --init_checkpoint."""
+        what = f"--output_dir={self.p.output_dir}"
+        stored = os.path.join(self.p.output_dir, "albert_config.json")
+        if self.checkpointer.latest() and tf.io.gfile.exists(stored):
+            checkpointing.check_same_settings(AlbertConfig.from_json_file(stored).to_dict(),
+                                              self.config.to_dict(), what)
+        restored = self.checkpointer.restore_latest(what)
         if restored:
             logging.info("Resuming from %s at step %d", restored, self.trainer.step)
         elif self.p.init_checkpoint:
@@ -310,11 +328,13 @@ class _Runner:
                     **metrics, "learning_rate": learning_rate, "gradient_norm": result.gradient_norm,
                     "examples_per_second": examples_per_second})
                 last_metrics = dict(metrics, gradient_norm=result.gradient_norm)
-                if step % p.save_checkpoints_steps == 0 or step == p.num_train_steps:
-                    self._save()
+                # Evaluate before saving: a run killed in between resumes before this step and
+                # evaluates it again, instead of resuming after it with the evaluation lost.
                 if eval_dataset is not None and p.eval_every_steps and (
                         step % p.eval_every_steps == 0) and step < p.num_train_steps:
                     self._evaluate(eval_dataset)
+                if step % p.save_checkpoints_steps == 0 or step == p.num_train_steps:
+                    self._save()
                 if self._any_worker(watcher.requested):
                     path = self._save()
                     raise Preempted(step, path)
@@ -352,15 +372,21 @@ def run_pretraining(params, strategy=None):
     train), eval (when eval files were given), model (the trained AlbertPretrainer),
     checkpoint, summaries, export.
 
-    Raises InvalidFlagError for invalid settings (naming the flag), StrategyError when the
+    Raises InvalidFlagError for invalid settings (naming the flag) or input records of another
+    shape, DataError for an input file that is not pretraining records (checked before training,
+    `albert_tf.data.input_checks`) or has a corrupt record (found mid-run), StrategyError when the
     strategy cannot be created (no TPU, no TF_CONFIG), NonFiniteLossError when the loss diverges
     and Preempted after saving on SIGTERM.
     """
+    show_progress()
     validate_params(params)
     if strategy is None:
         strategy = strategy_lib.create_strategy(params.strategy, tpu=params.tpu,
                                                 logical_cpus=params.logical_cpus)
     check_batch_sizes(params, strategy)
+    sources = {"input_file": params.input_file, "eval_input_files": params.eval_input_files}
+    input_checks.check_pretraining_inputs(sources, params.max_seq_length,
+                                          params.max_predictions_per_seq, params.dynamic_masking)
     previous_policy = keras.config.dtype_policy()
     set_precision(params.precision)
     if params.seed is not None:
@@ -376,7 +402,11 @@ def run_pretraining(params, strategy=None):
         if params.eval_input_files:
             eval_dataset = distributed_dataset(strategy, runner.task, params.eval_input_files,
                                                 params.eval_batch_size, False, params.seed)
-        train_metrics = runner.train(eval_dataset)
-        return runner.finish(eval_dataset, train_metrics)
+        try:
+            train_metrics = runner.train(eval_dataset)
+            return runner.finish(eval_dataset, train_metrics)
+        except tf.errors.DataLossError:
+            input_checks.locate_data_loss(sources)  # raises a DataError naming the file
+            raise
     finally:
         runner.close()

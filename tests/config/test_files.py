@@ -1,5 +1,6 @@
 """albert_tf.files: atomic writes leave no partial file; JSON errors name the file and line."""
 import json
+import os
 
 import pytest
 
@@ -32,3 +33,16 @@ def test_read_json_errors(tmp_path):
         files.read_json(str(tmp_path / "broken.json"))
     with pytest.raises(FileNotFoundError, match=r"File not found: .*nothing.json"):
         files.read_json(str(tmp_path / "nothing.json"))
+
+
+def test_exchange_paths_swaps_two_directories_in_one_step(tmp_path):
+    old, new = tmp_path / "model", tmp_path / ".tmp-model-1-abcdef01"
+    old.mkdir()
+    new.mkdir()
+    (old / "spm.model").write_text("old")
+    (new / "config.json").write_text("new")
+    assert files.exchange_paths(str(new), str(old))  # Linux: renameat2 RENAME_EXCHANGE
+    assert sorted(os.listdir(old)) == ["config.json"]
+    assert sorted(os.listdir(new)) == ["spm.model"]
+    assert not files.exchange_paths(str(tmp_path / "missing"), str(old))  # nothing changes
+    assert sorted(os.listdir(old)) == ["config.json"]

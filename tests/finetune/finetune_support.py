@@ -55,9 +55,11 @@ def script(name, args, **kwargs):
 
 
 def checkpoint_values(prefix):
-    """{variable name: array} of a TF checkpoint (optimizer slots and step included)."""
+    """{variable name: array} of a TF checkpoint (optimizer slots and step included; not the
+    checkpoint's own `save_counter`, which counts saves: a run stopped by SIGTERM saves once more
+    than an uninterrupted one when the signal lands between two checkpoint steps)."""
     import tensorflow as tf
 
     reader = tf.train.load_checkpoint(prefix)
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-            if not name.startswith("_CHECKPOINTABLE_OBJECT_GRAPH")}
+            if not name.startswith(("_CHECKPOINTABLE_OBJECT_GRAPH", "save_counter"))}

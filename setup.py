@@ -23,7 +23,9 @@ setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest>=7", "pytest-timeout", "pytest-xdist", "tensorflow-serving-api>=2.20,<2.22"],
+        "test": ["pytest>=7", "pytest-timeout", "pytest-xdist", "tensorflow-serving-api>=2.20,<2.22",
+                 "ai-edge-litert>=2.3"],
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
+        "litert": ["ai-edge-litert>=2.3"],
     },
 )

@@ -11,6 +11,7 @@
 #                 chance levels measured on the same data
 #   6. fine-tune  scripts/demo_finetune.sh <export_dir> <spm_model> <output_dir>: a classifier
 #                 trained with keras.Model.fit, exported for TF Serving, served from raw strings
+#                 and exported to LiteRT (int8), run on raw strings
 #
 # Everything goes under demo_output/ (override with DEMO_OUTPUT=...); full logs in demo_output/logs.
 set -euo pipefail
@@ -124,6 +125,8 @@ cat <<EOF
     exported model    $OUT/pretrain/export/  (config.json, pretrainer.weights.h5, spm.model;
                       albert_tf.load("$OUT/pretrain/export"))
     fine-tuned model  $OUT/finetune/run/ and, for TF Serving, $OUT/finetune/serving/1/
+    on-device model   $OUT/finetune/litert/model_int8_dynamic.tflite (LiteRT, raw text in;
+                      litert_report.json beside it)
     logs              $OUT/logs/ and $OUT/finetune/run_classifier.log
     total time        $(elapsed)
 EOF

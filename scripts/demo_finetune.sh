@@ -66,3 +66,33 @@ then
   echo "demo_finetune: loading the export failed" >&2
   exit 1
 fi
+
+echo "== On-device: LiteRT int8 (dynamic-range) export, raw text in (scripts/export_litert.py) =="
+if ! "$PY" scripts/export_litert.py --model_dir="$OUT/run" --output_dir="$OUT/litert" \
+    --variants=float32,int8_dynamic --max_eval_examples=500 > "$OUT/export_litert.log" 2>&1; then
+  tail -n 30 "$OUT/export_litert.log" >&2
+  echo "demo_finetune: export_litert.py failed (full log: $OUT/export_litert.log)" >&2
+  exit 1
+fi
+grep -E "^(docstring-source|variant|int8|reference)" "$OUT/export_litert.log"
+if ! "$PY" - "$OUT/litert/model_int8_dynamic.tflite" "$OUT/run/finetune.json" \
+    2> "$OUT/litert_run.log" <<'PYEOF'
+import json, os, sys
+import numpy as np
+from albert_tf.export.litert import interpreter  # ai-edge-litert + tensorflow-text's TFLite ops
+path = sys.argv[1]
+labels = json.load(open(sys.argv[2]))["task"]["labels"]
+texts = ["Returns a tensor of the same shape and type as the input, with every element scaled.",
+         "Layer that normalizes its inputs; the layer keeps moving statistics during training.",
+         "Return an array of zeros with the same shape and dtype as a given array.",
+         ""]
+out = interpreter(path).get_signature_runner()(text=np.array([t.encode() for t in texts], object))
+print(f"{path}: {os.path.getsize(path) / 2**20:.2f} MiB")
+for text, label, probs in zip(texts, out["label"], out["probabilities"]):
+    print(f"{labels[label]:>10}  p={probs.max():.2f}  {text[:70]!r}")
+PYEOF
+then
+  cat "$OUT/litert_run.log" >&2
+  echo "demo_finetune: running the LiteRT model failed (pip install ai-edge-litert)" >&2
+  exit 1
+fi

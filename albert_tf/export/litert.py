@@ -1,0 +1,545 @@
+"""LiteRT (TFLite) files that take raw text: tokenization and packing run inside the model.
+
+`export_litert` writes one `.tflite` file (atomically: a hidden temporary file renamed into
+place) whose `serving_default` signature takes raw UTF-8 strings:
+
+- classifier: text (+ text_pair) string [B] -> probabilities, logits float32 [B, C], label
+  int64 [B] (regression: score [B]);
+- token classifier: text string [B] -> probabilities float32 [B, W, C], tag_id int64 [B, W]
+  (-1 as padding), num_words int64 [B].
+
+The file needs only TFLite builtin ops and tensorflow-text's TFLite ops (no Flex delegate).
+Register the latter in the interpreter (see `interpreter`):
+
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    import tensorflow_text
+    interpreter = InterpreterWithCustomOps(
+        model_path="model.tflite",
+        custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
+    interpreter.get_signature_runner()(text=np.array([b"Great!"]))
+
+Text preprocessing (`LiteTextInputs`), as close to `AlbertPreprocessor` as TFLite kernels allow:
+1. uncased models: `FastBertNormalizer(lower_case_nfd_strip_accents=True)` (lowercase, NFD,
+   accents stripped, control characters to spaces) stands for ALBERT's NFKD + drop combining
+   marks + `str.lower`; cased models skip it (accents are kept);
+2. `FastSentencepieceTokenizer` (the model proto embedded in the file) applies the model's own
+   normalizer (nmt_nfkc: NFKC, whitespace collapsed);
+3. not reproduced (no TFLite kernel for regex or Unicode tables): the TeX quotes rule (`` and
+   '' -> ") and the digit-comma re-split ("9,000" -> "9", "000", ","). `token_agreement`
+   measures how many texts tokenize differently.
+
+Packing: `[CLS] a [SEP]` (or `[CLS] a [SEP] b [SEP]`) in exactly `seq_length` positions (fixed
+shape). Truncation keeps the first ids of each text: "round_robin" gives the budget
+(`seq_length` - 2 or - 3) one id at a time to each text in turn (the first text gets the odd
+one; the original ALBERT/BERT pair rule), "longest_first" cuts the longer text first (the
+second gets the odd one); as `SegmentPacker`. The token classifier tokenizes each whitespace-
+separated word on its own, keeps the words whose first piece fits in one window of
+`seq_length` - 2 pieces and tags them (no sliding windows; punctuation is not split off words).
+
+Variants: "float32"; "float16" (weights stored as float16); "int8_dynamic" (dynamic-range:
+int8 weights, float activations); "int8" (integer weights and activations calibrated on a
+representative data set of raw texts; ops without an int8 kernel, such as the tokenizer and
+the softmaxes of the while loop, stay float).
+"""
+import tensorflow as tf
+import tensorflow_text as tft
+
+from albert_tf.convert.weights import ConversionError
+from albert_tf.export.saved_model import float32_copy
+from albert_tf.text.tokenizer import SentencePieceTokenizer
+
+VARIANTS = ("float32", "float16", "int8_dynamic", "int8")
+# The custom ops tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS registers that we use.
+TFTEXT_OPS = ("TFText>FastSentencepieceTokenize", "FastBertNormalize", "TFText>WhitespaceTokenize",
+              "TFText>WhitespaceTokenizeWithOffsetsV2")
+_TEXT = tf.TensorSpec([None], tf.string, name="text")
+
+
+class LiteTextInputs:
+    """Raw text -> ALBERT model inputs with TFLite-supported ops only (see the module docstring).
+
+    Args:
+        preprocessor: the task's `AlbertPreprocessor` (vocabulary, casing, truncation, ids).
+        seq_length: packed length (default: the preprocessor's).
+    """
+
+    def __init__(self, preprocessor, seq_length=None):
+        self.seq_length = int(seq_length or preprocessor.seq_length)
+        if self.seq_length < 3:
+            raise ValueError(f"seq_length must be >= 3, got {self.seq_length}")
+        self.lower_case = preprocessor.lower_case
+        self.truncation = preprocessor.truncation
+        ids = preprocessor.special_ids
+        self.cls_id, self.sep_id, self.pad_id = ids["cls_id"], ids["sep_id"], ids["pad_id"]
+        self.normalizer = (tft.FastBertNormalizer(lower_case_nfd_strip_accents=True)
+                           if self.lower_case else None)
+        self.sentencepiece = tft.FastSentencepieceTokenizer(preprocessor.model_proto)
+        self.unk_id = SentencePieceTokenizer(preprocessor.model_proto).unk_id
+
+    def tokenize(self, texts):
+        """tf.string [N] -> (values int32 [total], row_splits int32 [N + 1])."""
+        if self.normalizer is not None:
+            texts = self.normalizer.normalize(texts)
+        ids = self.sentencepiece.tokenize(texts)
+        return tf.cast(ids.flat_values, tf.int32), tf.cast(ids.row_splits, tf.int32)
+
+    def _kept(self, lengths):
+        """Ids kept of each segment (int32 [B] each) under the truncation rule."""
+        budget = self.seq_length - 1 - len(lengths)
+        if len(lengths) == 1:
+            return [tf.minimum(lengths[0], budget)]
+        a, b = lengths
+        half = (budget + 1) // 2  # the odd id goes to the first text (round_robin)
+        if self.truncation == "round_robin":
+            keep_a = tf.minimum(a, tf.maximum(budget - b, half))
+            return [keep_a, tf.minimum(b, budget - keep_a)]
+        keep_b = tf.minimum(b, tf.maximum(budget - a, half))
+        return [tf.minimum(a, budget - keep_b), keep_b]
+
+    def __call__(self, text, text_pair=None):
+        """tf.string [B] (and [B]) -> dict of int32 [B, seq_length] model inputs."""
+        segments = [self.tokenize(text)] + ([self.tokenize(text_pair)] if text_pair is not None
+                                            else [])
+        starts = [splits[:-1] for _, splits in segments]
+        kept = self._kept([splits[1:] - splits[:-1] for _, splits in segments])
+        position = tf.range(self.seq_length)[tf.newaxis, :]  # [1, S]
+        word_ids = tf.zeros_like(position) + self.pad_id
+        type_ids = tf.zeros_like(position)
+        offset = tf.ones_like(kept[0])[:, tf.newaxis]  # after [CLS]: [B, 1]
+        for type_id, ((values, _), start, keep) in enumerate(zip(segments, starts, kept)):
+            keep = keep[:, tf.newaxis]
+            local = position - offset
+            inside = (local >= 0) & (local < keep)
+            padded = tf.concat([values, [self.pad_id]], axis=0)  # never empty
+            index = tf.clip_by_value(start[:, tf.newaxis] + local, 0, tf.size(values))
+            pieces = tf.gather(padded, index)
+            sep = tf.equal(local, keep)
+            word_ids = tf.where(inside, pieces, tf.where(sep, self.sep_id, word_ids))
+            type_ids = tf.where(inside | sep, type_id, type_ids)
+            offset = offset + keep + 1
+        word_ids = tf.where(tf.equal(position, 0), self.cls_id, word_ids)
+        mask = tf.cast(position < offset, tf.int32)
+        return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+
+    def words(self, text):
+        """Whitespace-separated words of tf.string [B]: (words [N], row_splits int32 [B + 1])."""
+        words = tft.WhitespaceTokenizer().tokenize(text)
+        return words.flat_values, tf.cast(words.row_splits, tf.int32)
+
+    def pack_words(self, text):
+        """Words of each text, each tokenized on its own ([unk] when it gives no piece), in one
+        window: (model inputs [B, S], first-piece position int32 [N] (seq_length when the word
+        does not fit), word row_splits int32 [B + 1])."""
+        words, word_splits = self.words(text)
+        values, splits = self.tokenize(words)
+        counts = splits[1:] - splits[:-1]
+        lengths = tf.maximum(counts, 1)  # an empty word becomes [unk]
+        ends = tf.cumsum(lengths)
+        begins = ends - lengths  # global piece offset of each word
+        bounds = tf.gather(tf.concat([[0], ends], axis=0), word_splits)  # [B + 1]
+        row = tf.reduce_sum(tf.cast(tf.range(tf.size(lengths))[:, tf.newaxis]
+                                    >= tf.expand_dims(word_splits[1:], 0), tf.int32), axis=1)
+        first = 1 + begins - tf.gather(bounds, row)
+        budget = self.seq_length - 2
+        first = tf.where(first <= budget, first, self.seq_length)
+        # Piece p (0-based) of text b is global piece bounds[b] + p, in word w = the last word
+        # with begins[w] <= it.
+        local = tf.range(budget)[tf.newaxis, :]
+        target = tf.expand_dims(bounds[:-1], 1) + local  # [B, budget]
+        inside = target < tf.expand_dims(bounds[1:], 1)
+        word = tf.reduce_sum(tf.cast(tf.expand_dims(target, 2) >= tf.reshape(begins, [1, 1, -1]),
+                                     tf.int32), axis=2) - 1
+        word = tf.maximum(word, 0)
+        piece = target - tf.gather(begins, word)
+        has_pieces = tf.gather(counts, word) > 0
+        index = tf.clip_by_value(tf.gather(splits[:-1], word) + piece, 0, tf.size(values))
+        ids = tf.where(has_pieces, tf.gather(tf.concat([values, [self.unk_id]], 0), index),
+                       self.unk_id)
+        keep = tf.reduce_sum(tf.cast(inside, tf.int32), axis=1)
+        ones = tf.ones_like(keep)[:, tf.newaxis]
+        body = tf.where(inside, ids, tf.where(local == keep[:, tf.newaxis], self.sep_id,
+                                              self.pad_id))
+        word_ids = tf.concat([ones * self.cls_id, body, ones * self.pad_id], axis=1)
+        word_ids = tf.where(tf.equal(tf.range(self.seq_length)[tf.newaxis], keep[:, None] + 1),
+                            self.sep_id, word_ids)
+        mask = tf.cast(tf.range(self.seq_length)[tf.newaxis] < keep[:, None] + 2, tf.int32)
+        inputs = {"input_word_ids": word_ids, "input_mask": mask,
+                  "input_type_ids": tf.zeros_like(word_ids)}
+        return inputs, first, word_splits
+
+
+def _classifier_fn(model, inputs, pair):
+    def outputs(text, text_pair=None):
+        logits = tf.cast(model(inputs(text, text_pair), training=False), tf.float32)
+        if model.num_classes == 1:
+            return {"score": logits[:, 0]}
+        return {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits,
+                "label": tf.argmax(logits, axis=-1, output_type=tf.int64)}
+    if pair:
+        return tf.function(outputs, input_signature=[_TEXT, tf.TensorSpec(
+            [None], tf.string, name="text_pair")], autograph=False)
+    return tf.function(lambda text: outputs(text), input_signature=[_TEXT], autograph=False)
+
+
+def _token_classifier_fn(model, inputs):
+    def outputs(text):
+        packed, first, word_splits = inputs.pack_words(text)
+        logits = tf.cast(model(packed, training=False), tf.float32)  # [B, S, C]
+        num_words = word_splits[1:] - word_splits[:-1]
+        tagged = first < inputs.seq_length
+        # Words per text that fit in the window (they are a prefix of the text's words).
+        row = tf.reduce_sum(tf.cast(tf.range(tf.size(first))[:, tf.newaxis]
+                                    >= tf.expand_dims(word_splits[1:], 0), tf.int32), axis=1)
+        count = tf.math.unsorted_segment_sum(tf.cast(tagged, tf.int32), row,
+                                             tf.size(num_words))
+        width = tf.reduce_max(tf.concat([count, [0]], axis=0))
+        k = tf.range(width)[tf.newaxis, :]
+        valid = k < count[:, tf.newaxis]  # [B, W]
+        flat = tf.clip_by_value(tf.expand_dims(word_splits[:-1], 1) + k, 0,
+                                tf.maximum(tf.size(first) - 1, 0))
+        position = tf.gather(tf.concat([first, [0]], 0), flat)
+        position = tf.where(valid, position, 0)
+        probabilities = tf.nn.softmax(tf.gather(logits, position, batch_dims=1), axis=-1)
+        probabilities = tf.where(tf.expand_dims(valid, 2), probabilities, 0.0)
+        return {"probabilities": probabilities,
+                "tag_id": tf.where(valid, tf.argmax(probabilities, axis=-1), -1),
+                "num_words": tf.cast(count, tf.int64)}
+    return tf.function(outputs, input_signature=[_TEXT], autograph=False)
+
+
+def serving_function(model, preprocessor, seq_length=None, pair=False):
+    """The `tf.function` (raw text in) that `export_litert` converts, for a float32 copy of
+    `model` (an `AlbertClassifier` or `AlbertTokenClassifier`). Runs in TensorFlow too."""
+    from albert_tf.models.token_classifier import AlbertTokenClassifier
+
+    inputs = LiteTextInputs(preprocessor, seq_length)
+    model = float32_copy(model)
+    if isinstance(model, AlbertTokenClassifier):
+        if pair:
+            raise ValueError("the token classifier takes one text")
+        return _token_classifier_fn(model, inputs)
+    if not hasattr(model, "num_classes") or not hasattr(model, "is_regression"):
+        raise TypeError(f"LiteRT export supports AlbertClassifier and AlbertTokenClassifier, "
+                        f"got {type(model).__name__}")
+    return _classifier_fn(model, inputs, pair)
+
+
+def _frozen_module(fn):
+    """A tf.Module whose signature is `fn` with every variable frozen into a constant."""
+    from tensorflow.python.framework.convert_to_constants import (
+        convert_variables_to_constants_v2)
+
+    concrete = fn.get_concrete_function()
+    frozen = convert_variables_to_constants_v2(concrete)
+    structure = concrete.structured_outputs
+    specs = concrete.structured_input_signature[0]
+
+    def call(*args):
+        return tf.nest.pack_sequence_as(structure, frozen(*args))
+    module = tf.Module()
+    module.serve = tf.function(call, input_signature=list(specs), autograph=False)
+    return module
+
+
+def convert(fn, variant="float32", representative_texts=None):
+    """The `.tflite` bytes of `serving_function`'s `fn` in one of `VARIANTS`.
+
+    `representative_texts` (variant "int8"): a list of input batches, each a list of arrays
+    in the signature's order (raw strings), used to calibrate the activations.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    module = _frozen_module(fn)
+    concrete = module.serve.get_concrete_function()
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], module)
+    converter.allow_custom_ops = True  # tensorflow-text's TFLite ops (TFText>...)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    if variant != "float32":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if variant == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    elif variant == "int8":
+        if not representative_texts:
+            raise ValueError("variant 'int8' needs representative_texts")
+        # Calibration runs the whole model, tokenizer included: register tf-text's kernels.
+        converter.target_spec._experimental_custom_op_registerers = list(
+            tft.tflite_registrar.SELECT_TFTEXT_OPS)
+        names = [spec.name for spec in concrete.structured_input_signature[0]]
+
+        def dataset():
+            for batch in representative_texts:
+                yield dict(zip(names, [tf.constant(x, tf.string) for x in batch]))
+        converter.representative_dataset = dataset
+    data = converter.convert()
+    unknown = sorted(set(custom_ops(data)) - set(TFTEXT_OPS))
+    if unknown:
+        raise ConversionError(f"the {variant} model needs ops that neither TFLite builtins nor "
+                              f"tensorflow-text provide: {', '.join(unknown)}")
+    return data
+
+
+def custom_ops(data):
+    """Names of the custom (non-builtin) ops a `.tflite` flatbuffer uses."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(data, 0)
+    codes = [model.OperatorCodes(i) for i in range(model.OperatorCodesLength())]
+    return sorted({c.CustomCode().decode() for c in codes if c.CustomCode()})
+
+
+def export_litert(model, preprocessor, path, variant="float32", seq_length=None, pair=False,
+                  representative_texts=None):
+    """Writes `model` (a trained `AlbertClassifier` or `AlbertTokenClassifier`) with raw-text
+    preprocessing to the `.tflite` file `path` (atomically); returns the file's size in bytes.
+
+    Args:
+        model: the trained Keras model (converted as a float32 copy).
+        preprocessor: the task's `AlbertPreprocessor`.
+        path: output file (local or gs://).
+        variant: one of `VARIANTS`.
+        seq_length: fixed packed length (default: the preprocessor's).
+        pair: the classifier's signature takes `text` and `text_pair`.
+        representative_texts: calibration batches for "int8" (see `convert`).
+    """
+    from albert_tf import files
+
+    fn = serving_function(model, preprocessor, seq_length, pair)
+    data = convert(fn, variant, representative_texts)
+    files.write_atomic(path, data)
+    return len(data)
+
+
+def interpreter(model_path=None, model_content=None):
+    """An ai-edge-litert interpreter with tensorflow-text's TFLite ops registered (falls back to
+    tf.lite's when ai-edge-litert is not installed)."""
+    try:
+        from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    except ImportError:
+        from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+    return InterpreterWithCustomOps(model_path=model_path, model_content=model_content,
+                                    custom_op_registerers=tft.tflite_registrar.SELECT_TFTEXT_OPS)
+
+
+def text_ops_bytes(data):
+    """Bytes of the constant inputs of custom ops (the SentencePiece and normalizer models) in
+    a `.tflite` flatbuffer: the part of the file that quantization does not shrink."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(data, 0)
+    codes = [model.OperatorCodes(i).CustomCode() for i in range(model.OperatorCodesLength())]
+    seen, total = set(), 0
+    for s in range(model.SubgraphsLength()):
+        graph = model.Subgraphs(s)
+        for o in range(graph.OperatorsLength()):
+            op = graph.Operators(o)
+            if not codes[op.OpcodeIndex()]:
+                continue
+            for t in op.InputsAsNumpy():
+                buffer = graph.Tensors(int(t)).Buffer() if t >= 0 else 0
+                if buffer and buffer not in seen:
+                    seen.add(buffer)
+                    b = model.Buffers(buffer)
+                    total += b.DataLength() or int(b.Size())
+    return total
+
+
+def run_file(path, columns, batch_size=32):
+    """Runs the `.tflite` file on texts (`columns`: {"text": [...], "text_pair": [...]}) in
+    batches; returns its outputs concatenated over the batches (token classifier outputs as
+    one row per tagged word: probabilities [M, C], plus num_words [N])."""
+    import numpy as np
+
+    runner = interpreter(path).get_signature_runner()
+    outputs = {}
+    count = len(next(iter(columns.values())))
+    for start in range(0, count, batch_size):
+        batch = {k: np.array([t.encode("utf-8") for t in v[start:start + batch_size]], object)
+                 for k, v in columns.items()}
+        result = runner(**batch)
+        for key, value in _rows(result).items():
+            outputs.setdefault(key, []).append(value)
+    return {k: np.concatenate(v) for k, v in outputs.items()}
+
+
+def _rows(result):
+    """Token classifier outputs [B, W, C] -> one row per tagged word; others unchanged."""
+    import numpy as np
+
+    result = {k: np.asarray(v) for k, v in result.items()}
+    if "num_words" not in result:
+        return result
+    probabilities = result["probabilities"]
+    rows = [probabilities[i, :n] for i, n in enumerate(result["num_words"])]
+    width = probabilities.shape[-1]
+    return {"probabilities": np.concatenate(rows) if rows else np.zeros([0, width]),
+            "num_words": result["num_words"]}
+
+
+def reference_outputs(fn_or_model, preprocessor, columns, seq_length=None, batch_size=64):
+    """The reference for `run_file`: an `AlbertClassifier` with the preprocessor at the same
+    `seq_length` (what the SavedModel export serves), or a `serving_function` run in TensorFlow
+    (the token classifier: the same graph on TensorFlow kernels)."""
+    import numpy as np
+
+    pre = preprocessor.with_padding(False, seq_length or preprocessor.seq_length)
+    outputs = {}
+    count = len(next(iter(columns.values())))
+    for start in range(0, count, batch_size):
+        batch = {k: tf.constant(v[start:start + batch_size], tf.string)
+                 for k, v in columns.items()}
+        if isinstance(fn_or_model, tf.types.experimental.GenericFunction):
+            result = fn_or_model(**batch)
+        else:
+            model = fn_or_model
+            logits = tf.cast(model(pre(batch), training=False), tf.float32)
+            result = ({"score": logits[:, 0]} if model.num_classes == 1
+                      else {"probabilities": tf.nn.softmax(logits, axis=-1)})
+        for key, value in _rows({k: v.numpy() for k, v in result.items()}).items():
+            outputs.setdefault(key, []).append(value)
+    return {k: np.concatenate(v) for k, v in outputs.items()}
+
+
+def agreement(outputs, reference, labels=None):
+    """Top-1 agreement and max probability difference of `outputs` vs `reference`
+    (`run_file` / `reference_outputs` dicts); accuracy of both against `labels` when given
+    (one per row). Regression: the max score difference."""
+    import numpy as np
+
+    if "score" in reference:
+        return {"max_score_diff": float(np.abs(outputs["score"] - reference["score"]).max(
+            initial=0.0)), "rows": int(len(reference["score"]))}
+    got, want = outputs["probabilities"], reference["probabilities"]
+    if got.shape != want.shape:
+        raise ValueError(f"outputs {got.shape} and reference {want.shape} differ in shape")
+    result = {"rows": int(len(want)),
+              "top1_agreement": float(np.mean(got.argmax(-1) == want.argmax(-1))) if len(want)
+              else 1.0,
+              "max_prob_diff": float(np.abs(got - want).max(initial=0.0))}
+    if labels is not None:
+        labels = np.asarray(labels)
+        result["accuracy"] = float(np.mean(got.argmax(-1) == labels))
+        result["reference_accuracy"] = float(np.mean(want.argmax(-1) == labels))
+    return result
+
+
+def token_agreement(preprocessor, texts, seq_length=None):
+    """Fraction of `texts` whose LiteRT token ids equal `AlbertPreprocessor`'s (both packed to
+    `seq_length`): the cost of the normalization steps TFLite cannot run."""
+    import numpy as np
+
+    lite = LiteTextInputs(preprocessor, seq_length)
+    pre = preprocessor.with_padding(False, lite.seq_length)
+    same = 0
+    for start in range(0, len(texts), 256):
+        batch = tf.constant(texts[start:start + 256], tf.string)
+        a, b = lite(batch)["input_word_ids"].numpy(), pre(batch)["input_word_ids"].numpy()
+        same += int(np.sum(np.all(a == b, axis=1)))
+    return same / max(len(texts), 1)
+
+
+def task_texts(task, split, limit=None):
+    """({"text": [...], ("text_pair": [...])}, labels) of a loaded split of a fine-tuning task:
+    a classifier's texts, or a tagging task's sentences joined with spaces (labels: each
+    sentence's tag ids)."""
+    import numpy as np
+
+    if task.kind == "token_classification":
+        words = task.sentences[split].words[:limit]
+        labels = task.tag_ids.get(split)
+        return ({"text": [" ".join(w) for w in words]},
+                None if labels is None else [np.asarray(t) for t in labels[:limit]])
+    if task.kind != "classification":
+        raise ValueError(f"LiteRT export supports classification and token_classification "
+                         f"tasks, not {task.kind!r} (SQuAD and RACE are not exported yet)")
+    features = task.features(split)
+    columns = {k: [str(t) for t in v[:limit]] for k, v in features.inputs.items()}
+    labels = None if features.labels is None else np.asarray(features.labels)[:limit]
+    return columns, labels
+
+
+def _row_labels(labels, num_words):
+    import numpy as np
+
+    if num_words is None:
+        return labels
+    parts = [np.asarray(t)[:n] for t, n in zip(labels, num_words)]
+    return np.concatenate(parts) if parts else np.zeros([0], np.int64)
+
+
+def export_finetuned(model, task, output_dir, variants=VARIANTS, seq_length=None,
+                     num_representative=100, max_eval_examples=None, batch_size=32):
+    """Exports a fine-tuned task's model as `<output_dir>/model_<variant>.tflite` for each
+    variant and measures each against the reference on the task's dev texts; writes and returns
+    the report (`<output_dir>/litert_report.json`). `task` has its train and dev splits loaded
+    (train: the int8 calibration texts)."""
+    import os
+
+    from albert_tf import files
+
+    pre = task.preprocessor
+    pair = task.kind == "classification" and task.spec.is_pair
+    seq_length = int(seq_length or pre.seq_length)
+    fn = serving_function(model, pre, seq_length, pair)
+    dev, labels = task_texts(task, "dev", max_eval_examples)
+    if task.kind == "classification":
+        reference = reference_outputs(model, pre, dev, seq_length)
+    else:
+        reference = reference_outputs(fn, pre, dev, seq_length)
+    row_labels = None if labels is None else _row_labels(labels, reference.get("num_words"))
+    report = {"kind": task.kind, "task": task.name, "seq_length": seq_length, "pair": pair,
+              "lower_case": pre.lower_case, "truncation": pre.truncation,
+              "eval_examples": len(dev["text"]),
+              "reference": ("Keras float32 model + AlbertPreprocessor (the SavedModel's "
+                            "serving_default)" if task.kind == "classification" else
+                            "the same graph run in TensorFlow (float32)"),
+              "token_agreement": token_agreement(pre, dev["text"], seq_length),
+              "variants": {}}
+    tf.io.gfile.makedirs(output_dir)
+    for variant in variants:
+        calibration = None
+        if variant == "int8":
+            train, _ = task_texts(task, "train", num_representative)
+            count = len(train["text"])
+            calibration = [[train[k][i:i + batch_size] for k in train]
+                           for i in range(0, count, batch_size)]
+        path = os.path.join(output_dir, f"model_{variant}.tflite")
+        data = convert(fn, variant, calibration)
+        files.write_atomic(path, data)
+        outputs = run_file(path, dev, batch_size)
+        entry = {"file": path, "bytes": len(data), "text_ops_bytes": text_ops_bytes(data)}
+        entry.update(agreement(outputs, reference, row_labels))
+        report["variants"][variant] = entry
+    if "float32" in report["variants"]:
+        base = report["variants"]["float32"]
+        for entry in report["variants"].values():
+            entry["size_ratio"] = entry["bytes"] / base["bytes"]
+            model_bytes = max(base["bytes"] - base["text_ops_bytes"], 1)
+            entry["model_size_ratio"] = (entry["bytes"] - entry["text_ops_bytes"]) / model_bytes
+    files.write_json(os.path.join(output_dir, "litert_report.json"), report)
+    return report
+
+
+def _ratio(entry, key):
+    return f"{entry[key]:.2f}" if key in entry else "-"
+
+
+def format_report(report):
+    """The report as a text table (one line per variant)."""
+    lines = [f"{report['task']} ({report['kind']}), seq_length {report['seq_length']}, "
+             f"{report['eval_examples']} dev examples; token ids equal to AlbertPreprocessor's "
+             f"on {100 * report['token_agreement']:.1f}% of them",
+             f"{'variant':<13}{'bytes':>11}{'x f32':>7}{'model x':>8}{'top-1 agr':>10}"
+             f"{'max |dp|':>10}{'accuracy':>10}"]
+    for name, e in report["variants"].items():
+        agree = e.get("top1_agreement")
+        accuracy = e.get("accuracy")
+        lines.append(
+            f"{name:<13}{e['bytes']:>11,}{_ratio(e, 'size_ratio'):>7}"
+            f"{_ratio(e, 'model_size_ratio'):>8}"
+            + (f"{agree:>10.4f}{e['max_prob_diff']:>10.2e}" if agree is not None
+               else f"{'':>10}{e['max_score_diff']:>10.2e}")
+            + (f"{accuracy:>10.4f}" if accuracy is not None else f"{'':>10}"))
+    reference = next(iter(report["variants"].values()), {}).get("reference_accuracy")
+    if reference is not None:
+        lines.append(f"reference ({report['reference']}) accuracy {reference:.4f}")
+    return "\n".join(lines)

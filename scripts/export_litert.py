@@ -1,0 +1,91 @@
+"""Exports a fine-tuned model to LiteRT (.tflite) files that take raw text, and measures them.
+
+    python scripts/export_litert.py --model_dir=out/mrpc --output_dir=out/mrpc/litert \
+        --variants=float32,int8_dynamic
+
+--model_dir is the --output_dir of run_classifier.py or run_token_classifier.py (model.keras +
+finetune.json). For each variant it writes OUTPUT_DIR/model_<variant>.tflite and prints a table
+(file size, size vs float32, top-1 agreement and max probability difference against the
+SavedModel's float32 model on the dev texts, accuracy); OUTPUT_DIR/litert_report.json holds the
+same numbers. The task's train and dev files are read again (train texts calibrate the "int8"
+variant). See docs/litert.md.
+"""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+
+from absl import flags  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+VARIANTS = ("float32", "float16", "int8_dynamic", "int8")
+flags.DEFINE_string("model_dir", None, "Fine-tuning output dir (model.keras, finetune.json).")
+flags.DEFINE_string("output_dir", None, "Directory for model_<variant>.tflite and "
+                    "litert_report.json.")
+flags.DEFINE_multi_enum("variants", list(VARIANTS), VARIANTS,
+                        "Variants to write (comma-separated or repeated).")
+flags.DEFINE_integer("max_seq_length", None, "Fixed packed length (default: the training one).")
+flags.DEFINE_integer("num_representative", 100, "Train texts that calibrate the int8 variant.")
+flags.DEFINE_integer("max_eval_examples", 1000, "Dev texts to compare on (0: all).")
+
+flags.mark_flag_as_required("model_dir")
+flags.mark_flag_as_required("output_dir")
+
+
+def _variants():
+    names = [v for value in FLAGS.variants for v in value.split(",") if v]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown or not names:
+        cli.fail(f"--variants must be among {','.join(VARIANTS)}, got {','.join(names)}")
+    return list(dict.fromkeys(names))
+
+
+def _load():
+    import keras
+    import tensorflow as tf
+
+    from albert_tf import files
+    from albert_tf.finetune.runner import INFO_FILE, MODEL_FILE
+    from albert_tf.finetune.task import task_from_description
+
+    for name in (MODEL_FILE, INFO_FILE):
+        if not tf.io.gfile.exists(os.path.join(FLAGS.model_dir, name)):
+            cli.fail(f"--model_dir={FLAGS.model_dir} has no {name} (is it the --output_dir of a "
+                     "finished run_classifier.py or run_token_classifier.py?)")
+    try:
+        info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
+    except ValueError as e:  # not valid JSON: names the file and line
+        cli.fail(str(e))
+    task = task_from_description(info["task"])
+    if task.kind not in ("classification", "token_classification"):
+        cli.fail(f"--model_dir={FLAGS.model_dir} holds a {task.kind!r} model; LiteRT export "
+                 "supports classification and token_classification")
+    task.load(["train", "dev"])
+    model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
+    return model, task
+
+
+def main(argv):
+    del argv  # cli.run refuses positional arguments
+    variants = _variants()
+    if FLAGS.max_seq_length is not None and not 3 <= FLAGS.max_seq_length <= 512:
+        cli.fail(f"--max_seq_length must be in [3, 512], got {FLAGS.max_seq_length}")
+    if FLAGS.num_representative < 1:
+        cli.fail(f"--num_representative must be >= 1, got {FLAGS.num_representative}")
+    if FLAGS.max_eval_examples < 0:
+        cli.fail(f"--max_eval_examples must be >= 0, got {FLAGS.max_eval_examples}")
+    from albert_tf.export import litert
+
+    model, task = _load()
+    report = litert.export_finetuned(
+        model, task, FLAGS.output_dir, variants, seq_length=FLAGS.max_seq_length,
+        num_representative=FLAGS.num_representative,
+        max_eval_examples=FLAGS.max_eval_examples or None)
+    print(litert.format_report(report))
+    print(f"report: {os.path.join(FLAGS.output_dir, 'litert_report.json')}")
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -27,5 +27,6 @@ setup(
                  "ai-edge-litert>=2.3"],
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
         "litert": ["ai-edge-litert>=2.3"],
+        "beam": ["apache-beam[tfrecord]>=2.77,<3"],
     },
 )

@@ -10,6 +10,10 @@ New: --num_workers, --num_output_shards (with --output_file as a prefix), --inpu
 --tfds_name/--tfds_data_dir/--tfds_split/--tfds_feature, --strict, --no_masking (for
 albert_tf.data.pipeline.dynamic_masking_dataset), --document_window, --shuffle_buffer_size.
 --input_file=builtin:docstrings needs no download. A summary JSON is written next to the output.
+
+--runner=DirectRunner|DataflowRunner|FlinkRunner|SparkRunner runs the same work as an Apache Beam
+pipeline (pip install 'albert_tf[beam]'); Beam's own options go in one string, e.g.
+--beam_options="--project=p --region=r --temp_location=gs://b/tmp". See docs/data.md.
 """
 import os
 
@@ -56,6 +60,10 @@ flags.DEFINE_bool("no_masking", False, "Write unmasked records (for on-the-fly m
                   "albert_tf.data.pipeline.dynamic_masking_dataset); use with --dupe_factor=1.")
 flags.DEFINE_integer("document_window", 1000, "Documents per work unit; random-document negatives are drawn "
                      "from the same window (the original drew from the whole corpus).")
+flags.DEFINE_enum("runner", None, ["DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner"],
+                  "Run as an Apache Beam pipeline on this runner (default: local processes).")
+flags.DEFINE_string("beam_options", "", "With --runner: Beam's pipeline options, one "
+                    "shell-quoted string, e.g. \"--project=p --region=r --temp_location=gs://b/t\".")
 flags.DEFINE_integer("shuffle_buffer_size", 10000, "Instances shuffled within a buffer of this size "
                      "(the original shuffled all instances in memory).")
 
@@ -74,6 +82,9 @@ def main(argv):
     _check(FLAGS.spm_model_file, "spm_model_file", "is required (WordPiece vocab files are not supported)")
     _check(not FLAGS.do_permutation, "do_permutation", "the permuted-span objective is not supported")
     _check(FLAGS.num_workers >= 1, "num_workers", f"must be >= 1, got {FLAGS.num_workers}")
+    _check(not FLAGS.beam_options or FLAGS.runner, "beam_options", "needs --runner")
+    _check(not FLAGS.runner or FLAGS.num_workers == 1, "num_workers", "with --runner the Beam "
+           "runner's workers do the work: set them in --beam_options (e.g. --direct_num_workers=2)")
     if FLAGS.no_masking and FLAGS.dupe_factor > 1:
         logging.warning("--no_masking with --dupe_factor=%d: the copies differ only in their segments; "
                         "dynamic masking already gives fresh masks every epoch", FLAGS.dupe_factor)
@@ -89,11 +100,19 @@ def main(argv):
         dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.random_seed,
         document_window=FLAGS.document_window, shuffle_buffer_size=FLAGS.shuffle_buffer_size)
     spec = FLAGS.input_file or f"tfds:{FLAGS.tfds_name}"
+    common = dict(lower_case=FLAGS.do_lower_case, config=config, input_format=FLAGS.input_format,
+                  num_output_shards=FLAGS.num_output_shards, strict=FLAGS.strict)
+    if FLAGS.runner:
+        from albert_tf.data import beam_pipeline  # imports apache_beam
+
+        beam_pipeline.create_pretraining_data(spec, FLAGS.output_file, FLAGS.spm_model_file,
+                                              runner=FLAGS.runner, beam_options=FLAGS.beam_options,
+                                              **common)
+        return
     pretraining.create_pretraining_data(
-        spec, FLAGS.output_file, FLAGS.spm_model_file, lower_case=FLAGS.do_lower_case, config=config,
-        num_workers=FLAGS.num_workers, num_output_shards=FLAGS.num_output_shards,
-        input_format=FLAGS.input_format, strict=FLAGS.strict, tfds_data_dir=FLAGS.tfds_data_dir,
-        tfds_split=FLAGS.tfds_split, tfds_feature=FLAGS.tfds_feature)
+        spec, FLAGS.output_file, FLAGS.spm_model_file, num_workers=FLAGS.num_workers,
+        tfds_data_dir=FLAGS.tfds_data_dir, tfds_split=FLAGS.tfds_split,
+        tfds_feature=FLAGS.tfds_feature, **common)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ all instances globally in memory): documents are not shuffled, random-document n
 from the same window, the instance shuffle is local (buffer), and dupe passes are written one
 after the other (pass k's instances precede pass k+1's in every shard).
 
+`albert_tf.data.beam_pipeline` runs the same windows (WindowProcessor, the stats and the
+summary of this module) as an Apache Beam pipeline.
+
 >>> summary = create_pretraining_data("builtin:docstrings", "/tmp/out.tfrecord",
 ...     spm_model_file="30k-clean.model", config=CreationConfig(dupe_factor=1))  # doctest: +SKIP
 """
@@ -60,7 +63,7 @@ class CreationConfig:
             raise ValueError(f"shuffle_buffer_size must be >= 1, got {self.shuffle_buffer_size}")
 
 
-def _new_stats() -> dict:
+def new_stats() -> dict:
     return {
         "documents": 0, "documents_processed": 0, "sentences": 0, "truncated_sentences": 0,
         "skipped_documents": collections.Counter(),
@@ -70,7 +73,7 @@ def _new_stats() -> dict:
     }
 
 
-def _merge_stats(total: dict, part: dict) -> None:
+def merge_stats(total: dict, part: dict) -> None:
     for key, value in part.items():
         if isinstance(value, collections.Counter):
             total[key].update(value)
@@ -108,7 +111,7 @@ class WindowProcessor:
 
     def __call__(self, dupe_pass: int, first_index: int, documents: List[List[str]]):
         """Returns (serialized records, stats) for documents first_index, first_index+1, ..."""
-        stats = _new_stats()
+        stats = new_stats()
         stats["documents_processed"] = len(documents)
         config = self.config.instance
         count_documents = dupe_pass == 0
@@ -208,6 +211,42 @@ def _ordered_results(tasks: Iterator[tuple], num_workers: int, initargs: tuple) 
             os.environ[albert_tf.LIGHT_IMPORT_ENV] = previous
 
 
+def check_not_empty(stats: dict) -> None:
+    """Raises CorpusTooSmallError when the merged stats hold no instance."""
+    if stats["instances"] == 0:
+        skipped = dict(stats["skipped_documents"])
+        raise CorpusTooSmallError(
+            f"the corpus is too small: {stats['documents']} documents gave no training instance "
+            f"(skipped documents: {skipped or 'none'}); SOP needs documents of at least 2 "
+            "sentences separated by blank lines (use --random_next_sentence for one-sentence "
+            "documents)")
+
+
+def add_corpus_fields(summary: dict, skipped_lines: int, skipped_locations: List[str],
+                      input_spec) -> dict:
+    """Adds what the corpus reader counted (bad lines) and the corpus spec to a summary."""
+    summary["skipped_lines"] = skipped_lines
+    summary["skipped_line_locations"] = list(skipped_locations)
+    summary["input"] = input_spec if isinstance(input_spec, str) else ",".join(input_spec)
+    return summary
+
+
+def prepare_run(input_spec, output_file: str, spm_model_file, lower_case: bool,
+                num_output_shards: int, write_summary: bool) -> tuple:
+    """Checks done before any work (outputs that are inputs, the SentencePiece model) ->
+    (output paths, summary path or None, the model's bytes)."""
+    from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
+
+    outputs = writer_lib.output_paths(output_file, num_output_shards)
+    summary_file = (writer_lib.summary_path(output_file, num_output_shards) if write_summary
+                    else None)
+    refuse_outputs_that_are_inputs(output_file, outputs + [summary_file] * bool(summary_file),
+                                   input_spec)
+    model_proto = read_model_proto(spm_model_file)
+    SentencePieceTokenizer(model_proto, lower_case=lower_case)  # fails early on a bad model
+    return outputs, summary_file, model_proto
+
+
 def summarize(stats: dict, config: CreationConfig, elapsed: float, outputs: List[str],
               counts: List[int]) -> dict:
     """The JSON-able run summary."""
@@ -252,7 +291,7 @@ def create_from_documents(document_source, output_paths: List[str], tokenizer_fa
     """
     if num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
-    stats = _new_stats()
+    stats = new_stats()
     start = last_log = time.monotonic()
     shuffle = writer_lib.ShuffleBuffer(config.shuffle_buffer_size, config.random_seed)
 
@@ -264,7 +303,7 @@ def create_from_documents(document_source, output_paths: List[str], tokenizer_fa
     initargs = (tokenizer_factory, factory_args, config)
     with writer_lib.ShardedRecordWriter(output_paths) as out:
         for records, part in _ordered_results(tasks(), num_workers, initargs):
-            _merge_stats(stats, part)
+            merge_stats(stats, part)
             for record in records:
                 out.write_all(shuffle.add(record))
             now = time.monotonic()
@@ -274,12 +313,7 @@ def create_from_documents(document_source, output_paths: List[str], tokenizer_fa
                 logging.info("%d documents (%.0f documents/s), %d instances (%.0f instances/s), %.0f s",
                              stats["documents_processed"], stats["documents_processed"] / elapsed,
                              stats["instances"], stats["instances"] / elapsed, elapsed)
-        if stats["instances"] == 0:
-            skipped = dict(stats["skipped_documents"])
-            raise CorpusTooSmallError(
-                f"the corpus is too small: {stats['documents']} documents gave no training instance "
-                f"(skipped documents: {skipped or 'none'}); SOP needs documents of at least 2 sentences "
-                "separated by blank lines (use --random_next_sentence for one-sentence documents)")
+        check_not_empty(stats)
         out.write_all(shuffle.flush())
         out.commit()
         counts = out.counts
@@ -308,16 +342,10 @@ def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, low
     write_summary=False).
     """
     from albert_tf.data import corpora
-    from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
 
     config = config or CreationConfig()
-    outputs = writer_lib.output_paths(output_file, num_output_shards)
-    summary_file = (writer_lib.summary_path(output_file, num_output_shards) if write_summary
-                    else None)
-    refuse_outputs_that_are_inputs(output_file, outputs + [summary_file] * bool(summary_file),
-                                   input_spec)
-    model_proto = read_model_proto(spm_model_file)
-    SentencePieceTokenizer(model_proto, lower_case=lower_case)  # fails early on a bad model
+    outputs, summary_file, model_proto = prepare_run(input_spec, output_file, spm_model_file,
+                                                     lower_case, num_output_shards, write_summary)
     corpus_stats = corpora.CorpusStats()
     reader_args = dict(format=input_format, strict=strict, data_dir=tfds_data_dir, split=tfds_split,
                        feature=tfds_feature)
@@ -334,9 +362,8 @@ def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, low
 
     summary = create_from_documents(document_source, outputs, _load_tokenizer, (model_proto, lower_case),
                                     config, num_workers=num_workers)
-    summary["skipped_lines"] = corpus_stats.skipped_lines
-    summary["skipped_line_locations"] = list(corpus_stats.skipped_locations)
-    summary["input"] = input_spec if isinstance(input_spec, str) else ",".join(input_spec)
+    add_corpus_fields(summary, corpus_stats.skipped_lines, corpus_stats.skipped_locations,
+                      input_spec)
     if summary_file:
         files.write_json(summary_file, summary)
         logging.info("Summary written to %s", summary_file)

@@ -1,5 +1,6 @@
 """Fixtures for the LiteRT tests: a tiny classifier task on the shared corpus, and its model."""
 import os
+import random
 import sys
 
 import numpy as np
@@ -8,6 +9,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "finetune"))
 
 SEQ_LENGTH = 16
+SPREAD_TEXTS = ["open the file", "A short sentence about a file.", "returns a tensor of zeros",
+                "Köln café naïve", "the object is read twice", "", "raise ValueError if empty",
+                "numbers 1, 2 and 3", "東京", "keras layers and models"]
 
 
 @pytest.fixture(scope="session")
@@ -37,15 +41,24 @@ def litert_classifier(litert_task):
     from albert_tf.config import AlbertConfig
     from albert_tf.models.backbone import AlbertModel
 
+    random.seed(7)  # Keras draws the seeds of unseeded initializers from Python's `random`:
+    # the same weights in every test process, without tf.random.set_seed (see litert_task)
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=litert_task.vocab_size,
                                       num_hidden_layers=2, embedding_size=128,
                                       intermediate_size=1024)
     model = litert_task.build_model(AlbertModel(config), dropout=0.0)
     inputs = litert_task.preprocessor(np.array(["a"], object))
     model(inputs)
-    rng = np.random.default_rng(0)  # seeded weights: the same model in every test process
-    model.set_weights([rng.normal(0.0, 0.02, w.shape).astype("float32") if len(w.shape) > 1
-                       else w.numpy() for w in model.weights])
-    kernel = rng.normal(0.0, 3.0, model.logits.kernel.shape)
-    model.logits.kernel.assign(kernel.astype("float32"))
+    # Point the head along the direction in which pooled outputs of different texts differ most,
+    # scaled to a logit spread of about 2: outputs vary from text to text whatever the random
+    # initialisation was (an untrained backbone gives nearly the same [CLS] vector for all).
+    texts = np.array(SPREAD_TEXTS, object)
+    pooled = model.backbone(litert_task.preprocessor(texts))["pooled_output"].numpy()
+    centered = pooled - pooled.mean(axis=0)
+    direction = np.linalg.svd(centered, full_matrices=False)[2][0]
+    scale = 2.0 / (centered @ direction).std()
+    kernel = np.zeros(model.logits.kernel.shape, "float32")
+    kernel[:, 1] = direction * scale
+    model.logits.kernel.assign(kernel)
+    model.logits.bias.assign(np.array([0.0, -scale * pooled.mean(axis=0) @ direction], "float32"))
     return model

@@ -24,7 +24,9 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "pytest-timeout", "pytest-xdist", "tensorflow-serving-api>=2.20,<2.22",
-                 "ai-edge-litert>=2.3"],
+                 "ai-edge-litert>=2.3",
+                 # The Beam pipeline's DirectRunner tests (Beam pins protobuf < 7, TF accepts 6.x).
+                 "apache-beam[tfrecord]>=2.77,<3"],
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
         "litert": ["ai-edge-litert>=2.3"],
         "beam": ["apache-beam[tfrecord]>=2.77,<3"],

@@ -8,19 +8,17 @@ from albert_tf.text.tokenizer import SentencePieceTokenizer, VocabularyError
 from albert_tf.text.vocab_check import check_vocabulary_matches
 
 
-def _swapped(spm_model_file, path, first, second):
-    """A copy of the model with the pieces of ids `first` and `second` swapped."""
-    from sentencepiece import sentencepiece_model_pb2
+def _trained(corpus_file, prefix, pad_id=0, unk_id=1, control=("[CLS]", "[SEP]", "[MASK]")):
+    """A 1000-piece model of the corpus like the `spm_model_file` fixture's, with other special
+    ids (trained anew: editing the model proto would need sentencepiece's generated protobuf
+    module, which needs a newer protobuf than apache-beam allows)."""
+    import sentencepiece as spm
 
-    proto = sentencepiece_model_pb2.ModelProto()
-    with open(spm_model_file, "rb") as f:
-        proto.ParseFromString(f.read())
-    a, b = proto.pieces[first], proto.pieces[second]
-    (a.piece, a.type), (b.piece, b.type) = (b.piece, b.type), (a.piece, a.type)
-    if {first, second} == {0, 1}:
-        proto.trainer_spec.pad_id, proto.trainer_spec.unk_id = 1, 0
-    path.write_bytes(proto.SerializeToString())
-    return str(path)
+    spm.SentencePieceTrainer.train(
+        input=corpus_file, model_prefix=str(prefix), vocab_size=1000, model_type="unigram",
+        pad_id=pad_id, unk_id=unk_id, bos_id=-1, eos_id=-1, control_symbols=list(control),
+        character_coverage=0.99995, normalization_rule_name="nmt_nfkc", minloglevel=2)
+    return f"{prefix}.model"
 
 
 @pytest.fixture
@@ -45,7 +43,7 @@ def test_a_corrupt_model_file_is_named_not_dumped(corrupt_model):
                                 "model (it does not parse as one)")
 
 
-def test_size_and_special_ids(spm_model_file, tmp_path, caplog):
+def test_size_and_special_ids(spm_model_file, corpus_file, tmp_path, caplog):
     config = AlbertConfig(vocab_size=1000)
     assert check_vocabulary_matches(spm_model_file, config).vocab_size == 1000
     with pytest.raises(VocabularyError) as error:
@@ -54,13 +52,13 @@ def test_size_and_special_ids(spm_model_file, tmp_path, caplog):
     assert str(error.value) == (
         f"--spm_model_file={spm_model_file} has 1000 pieces but the model (albert_config.json) "
         "has vocab_size 30000: the tokenizer does not belong to this model")
-    swapped = _swapped(spm_model_file, tmp_path / "swapped.model", 0, 1)
+    swapped = _trained(corpus_file, tmp_path / "swapped", pad_id=1, unk_id=0)
     with pytest.raises(VocabularyError) as error:
         check_vocabulary_matches(swapped, config, flag="--spm_model_file", model="run/export")
     assert str(error.value) == (
         f"--spm_model_file={swapped}: special ids differ from ALBERT's <pad>=0, <unk>=1 "
         "(pad_id 1 vs 0, unk_id 0 vs 1); the tokenizer does not belong to the model (run/export)")
-    cls_sep = _swapped(spm_model_file, tmp_path / "cls_sep.model", 2, 3)
+    cls_sep = _trained(corpus_file, tmp_path / "cls_sep", control=("[SEP]", "[CLS]", "[MASK]"))
     check_vocabulary_matches(cls_sep, config)  # no reference: [CLS] and [SEP] may be anywhere
     with pytest.raises(VocabularyError, match=(
             rf"special ids differ from the model's own {spm_model_file} \(cls_id 3 vs 2, "

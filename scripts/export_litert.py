@@ -24,8 +24,8 @@ VARIANTS = ("float32", "float16", "int8_dynamic", "int8")
 flags.DEFINE_string("model_dir", None, "Fine-tuning output dir (model.keras, finetune.json).")
 flags.DEFINE_string("output_dir", None, "Directory for model_<variant>.tflite and "
                     "litert_report.json.")
-flags.DEFINE_multi_enum("variants", list(VARIANTS), VARIANTS,
-                        "Variants to write (comma-separated or repeated).")
+flags.DEFINE_list("variants", list(VARIANTS), f"Variants to write, comma-separated: "
+                  f"{','.join(VARIANTS)}.")
 flags.DEFINE_integer("max_seq_length", None, "Fixed packed length (default: the training one).")
 flags.DEFINE_integer("num_representative", 100, "Train texts that calibrate the int8 variant.")
 flags.DEFINE_integer("max_eval_examples", 1000, "Dev texts to compare on (0: all).")
@@ -35,7 +35,7 @@ flags.mark_flag_as_required("output_dir")
 
 
 def _variants():
-    names = [v for value in FLAGS.variants for v in value.split(",") if v]
+    names = [v.strip() for v in FLAGS.variants if v.strip()]
     unknown = [v for v in names if v not in VARIANTS]
     if unknown or not names:
         cli.fail(f"--variants must be among {','.join(VARIANTS)}, got {','.join(names)}")

@@ -43,7 +43,7 @@ from albert_tf.config import AlbertConfig, list_presets
 from albert_tf.data import input_checks
 from albert_tf.logs import show_progress
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
-from albert_tf.settings import InvalidFlagError
+from albert_tf.settings import InvalidFlagError, setting
 from albert_tf.train import checkpointing, strategy as strategy_lib, summaries
 from albert_tf.train.checkpointing import Preempted
 from albert_tf.train.loop import Trainer
@@ -57,42 +57,83 @@ class NonFiniteLossError(RuntimeError):
 
 @dataclasses.dataclass
 class PretrainingParams:
-    """Every setting of a pretraining run (the flags of scripts/run_pretraining.py)."""
+    """Every setting of a pretraining run; scripts/run_pretraining.py declares one flag per field
+    (`albert_tf.settings.define_flags`). `seed=None` runs unseeded (the flag's --seed=-1)."""
 
-    input_file: str
-    output_dir: str
-    albert_config_file: Optional[str] = None
-    preset: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    init_from_group0: bool = False
-    spm_model_file: Optional[str] = None
-    max_seq_length: int = 512
-    max_predictions_per_seq: int = 20
-    dynamic_masking: bool = False
-    train_batch_size: int = 4096
-    eval_batch_size: int = 64
-    optimizer: str = "lamb"
-    learning_rate: float = 0.00176
-    poly_power: float = 1.0
-    num_train_steps: int = 125000
-    num_warmup_steps: int = 3125
-    start_warmup_step: int = 0
-    clip_norm: float = 1.0
-    weight_decay_rate: float = 0.01
-    save_checkpoints_steps: int = 5000
-    keep_checkpoint_max: int = 5
-    steps_per_loop: int = 1000
-    eval_input_files: Optional[str] = None
-    eval_every_steps: int = 0
-    max_eval_steps: int = 100
-    strategy: str = "one_device"
-    tpu: Optional[str] = None
-    logical_cpus: int = 0
-    precision: str = "float32"
-    jit_compile: bool = True
-    seed: Optional[int] = 12345
-    input_resume: str = "skip"
-    export: bool = True
+    # --- model and data (original names)
+    input_file: str = setting(None, "Training TFRecords from create_pretraining_data.py: globs or "
+                              "a comma-separated list (gs:// allowed).", required=True)
+    output_dir: str = setting(None, "Where checkpoints/, summaries/, eval_results.json and export/ "
+                              "go (gs:// allowed). A run restarted with the same --output_dir "
+                              "resumes.", required=True)
+    albert_config_file: Optional[str] = setting(
+        None, "albert_config.json of the model to pretrain (original or Hugging Face dialect). "
+        "Exactly one of --albert_config_file and --preset.")
+    preset: Optional[str] = setting(
+        None, "Named model config instead of --albert_config_file, e.g. albert_base_v2, "
+        "albert_tiny (see albert_tf.config.list_presets()).")
+    init_checkpoint: Optional[str] = setting(
+        None, "Warm start: a saved albert_tf model directory (e.g. a converted release) or a "
+        "training checkpoint (ckpt-N prefix or its directory). Ignored when --output_dir already "
+        "holds a checkpoint.")
+    init_from_group0: bool = setting(False, "With --init_checkpoint: copy the source's group 0 "
+                                     "into every group of a model with more groups.")
+    spm_model_file: Optional[str] = setting(
+        None, "SentencePiece model: copied into the export (so fine-tuning finds the vocabulary) "
+        "and used by --dynamic_masking.")
+    max_seq_length: int = setting(512, "Sequence length of the records (must match the data).")
+    max_predictions_per_seq: int = setting(20, "Masked positions per sequence (must match the "
+                                           "data).")
+    dynamic_masking: bool = setting(False, "Mask on the fly (fresh masks every epoch) instead of "
+                                    "reading the records' masks; needs --spm_model_file.")
+    # --- optimisation (original names)
+    train_batch_size: int = setting(4096, "Global training batch size (split over the replicas).")
+    eval_batch_size: int = setting(64, "Global evaluation batch size.")
+    optimizer: str = setting("lamb", "The original's LAMB or AdamWeightDecay.",
+                             choices=("lamb", "adamw"))
+    learning_rate: float = setting(0.00176, "Peak learning rate.")
+    poly_power: float = setting(1.0, "Power of the polynomial decay after warmup (1.0 = linear "
+                                "to 0).")
+    num_train_steps: int = setting(125000, "Total training steps.")
+    num_warmup_steps: int = setting(3125, "Linear warmup steps (0: none).")
+    start_warmup_step: int = setting(0, "Step at which warmup starts (the decay uses the raw "
+                                     "step).")
+    clip_norm: float = setting(1.0, "Clip the all-reduced gradient to this global norm (0: no "
+                               "clipping).")
+    weight_decay_rate: float = setting(0.01, "Decoupled weight decay (LayerNorm and biases "
+                                       "excluded).")
+    # --- checkpoints, evaluation, loop
+    save_checkpoints_steps: int = setting(5000, "Save a checkpoint every this many steps (and at "
+                                          "the end).")
+    keep_checkpoint_max: int = setting(5, "How many recent checkpoints to keep.")
+    steps_per_loop: int = setting(1000, "Steps per host loop (one tf.function call; the "
+                                  "original's iterations_per_loop). One log line and summary "
+                                  "per loop.")
+    eval_input_files: Optional[str] = setting(None, "Held-out TFRecords for evaluation (globs or "
+                                              "comma list).")
+    eval_every_steps: int = setting(0, "Evaluate every this many steps (0: only at the end).")
+    max_eval_steps: int = setting(100, "At most this many eval batches per evaluation.")
+    # --- distribution
+    strategy: str = setting(
+        "one_device", "tf.distribute strategy: tpu (TPUStrategy), multi_worker "
+        "(MultiWorkerMirroredStrategy, cluster from TF_CONFIG), mirrored (local GPUs or "
+        "--logical_cpus), one_device.", choices=strategy_lib.STRATEGIES)
+    tpu: Optional[str] = setting(None, "TPU name or grpc:// address for --strategy=tpu (default "
+                                 "$TPU_NAME, else 'local', i.e. this TPU VM).")
+    logical_cpus: int = setting(0, "With --strategy=mirrored on a CPU host: mirror over this many "
+                                "logical CPU devices (testing and benchmarking).")
+    precision: str = setting("float32", "Compute precision; mixed_bfloat16 keeps float32 "
+                             "variables, LayerNorm, softmax and losses.",
+                             choices=("float32", "mixed_bfloat16"))
+    jit_compile: bool = setting(True, "XLA-compile the forward/backward pass off TPU.")
+    # --- seed, resume, export
+    seed: Optional[int] = setting(12345, "Seed of the initial weights and the input order (-1: "
+                                  "unseeded).")
+    input_resume: str = setting(
+        "skip", "On resume, skip the input already consumed (exact) or start a fresh order "
+        "seeded by the step (no re-reading; for huge runs).", choices=("skip", "reshuffle"))
+    export: bool = setting(True, "Save the pretrained model for fine-tuning to "
+                           "<output_dir>/export at the end.")
 
 
 def validate_params(params):
@@ -105,10 +146,11 @@ def validate_params(params):
         raise InvalidFlagError(f"--preset={p.preset!r} is not one of {', '.join(list_presets())}")
     if p.albert_config_file and not tf.io.gfile.exists(p.albert_config_file):
         raise InvalidFlagError(f"--albert_config_file={p.albert_config_file!r}: file not found")
+    for flag in ("input_file", "output_dir"):
+        if not getattr(p, flag):
+            raise InvalidFlagError(f"--{flag} is required")
     for flag in ("input_file", "eval_input_files"):
         value = getattr(p, flag)
-        if flag == "input_file" and not value:
-            raise InvalidFlagError("--input_file is required")
         for pattern in [s.strip() for s in (value or "").split(",") if s.strip()]:
             if not tf.io.gfile.glob(pattern):
                 raise InvalidFlagError(f"--{flag}: no file matches {pattern!r}")
@@ -136,8 +178,8 @@ def validate_params(params):
     if p.max_predictions_per_seq > p.max_seq_length:
         raise InvalidFlagError(f"--max_predictions_per_seq ({p.max_predictions_per_seq}) exceeds "
                          f"--max_seq_length ({p.max_seq_length})")
-    choices = {"optimizer": ("lamb", "adamw"), "strategy": strategy_lib.STRATEGIES,
-               "precision": ("float32", "mixed_bfloat16"), "input_resume": ("skip", "reshuffle")}
+    choices = {f.name: f.metadata["choices"] for f in dataclasses.fields(PretrainingParams)
+               if f.metadata["choices"]}
     for flag, allowed in choices.items():
         if getattr(p, flag) not in allowed:
             raise InvalidFlagError(f"--{flag}={getattr(p, flag)!r} is not one of {', '.join(allowed)}")

@@ -132,7 +132,7 @@ def prepared_source(block):
         if name == "slow":
             if os.environ.get("ALBERT_TF_SLOW_DOCS") != "1":
                 return None
-        if name == "replace":
+        elif name == "replace":
             old, new = shlex.split(argument)
             assert old in source, f"{block}: `test: replace` text {old!r} is not in the block"
             source = source.replace(old, new)
@@ -323,14 +323,18 @@ def test_every_directive_belongs_to_a_block():
                            "a fence")
 
 
-def test_directives_parse_and_apply():
+def test_directives_parse_and_apply(monkeypatch):
     block = Block("x.md", 3, "bash", "python scripts/a.py --n=5 \\\n    --m=1  # note\nls\n",
                   [("replace", '"--n=5" "--n=1"'), ("flags", "tiny/f.flags")])
     assert prepared_source(block) == ("python scripts/a.py --n=1      --m=1 "
                                       "--flagfile=tiny/f.flags  # note\nls\n")
     assert prepared_source(dataclasses.replace(block, directives=[("skip", "a TPU")])) is None
-    slow = dataclasses.replace(block, directives=[("slow", "")])
-    assert (prepared_source(slow) is None) == (os.environ.get("ALBERT_TF_SLOW_DOCS") != "1")
+    slow = dataclasses.replace(block, directives=[("slow", ""), ("replace", '"--m=1" "--m=2"')])
+    monkeypatch.delenv("ALBERT_TF_SLOW_DOCS", raising=False)
+    assert prepared_source(slow) is None
+    monkeypatch.setenv("ALBERT_TF_SLOW_DOCS", "1")  # then the other directives apply as usual
+    assert prepared_source(slow) == block.source.replace("--m=1", "--m=2")
+    monkeypatch.delenv("ALBERT_TF_SLOW_DOCS")
     with pytest.raises(AssertionError, match="x.md:3: `test: replace` text '--k' is not in"):
         prepared_source(dataclasses.replace(block, directives=[("replace", '"--k" "--j"')]))
     with pytest.raises(AssertionError, match="needs a reason"):

@@ -17,16 +17,12 @@ class _StderrHandler(logging.StreamHandler):
     """A handler writing to the `sys.stderr` of the moment (it may be replaced after set-up)."""
 
     def __init__(self):
-        super().__init__()
+        super().__init__(sys.stderr)
         self.setFormatter(absl_logging.PythonFormatter())
 
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value):
-        pass  # always sys.stderr
+    def emit(self, record):
+        self.setStream(sys.stderr)
+        super().emit(record)
 
 
 def show_progress():

@@ -1,4 +1,5 @@
 """albert_tf: ALBERT (A Lite BERT) for TensorFlow 2 / Keras 3."""
+
 from setuptools import find_packages, setup
 
 setup(
@@ -23,10 +24,15 @@ setup(
         "numpy",
     ],
     extras_require={
-        "test": ["pytest>=7", "pytest-timeout", "pytest-xdist", "tensorflow-serving-api>=2.20,<2.22",
-                 "ai-edge-litert>=2.3",
-                 # The Beam pipeline's DirectRunner tests (Beam pins protobuf < 7, TF accepts 6.x).
-                 "apache-beam[tfrecord]>=2.77,<3"],
+        "test": [
+            "pytest>=7",
+            "pytest-timeout",
+            "pytest-xdist",
+            "tensorflow-serving-api>=2.20,<2.22",
+            "ai-edge-litert>=2.3",
+            # The Beam pipeline's DirectRunner tests (Beam pins protobuf < 7, TF accepts 6.x).
+            "apache-beam[tfrecord]>=2.77,<3",
+        ],
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
         "litert": ["ai-edge-litert>=2.3"],
         "beam": ["apache-beam[tfrecord]>=2.77,<3"],

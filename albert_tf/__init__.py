@@ -4,6 +4,7 @@
 >>> config = albert_tf.AlbertConfig.from_preset("albert_tiny")
 >>> model = albert_tf.AlbertModel(config)
 """
+
 from albert_tf import _env
 from albert_tf._lazy import lazy_attributes
 
@@ -17,11 +18,19 @@ __version__ = "0.1.0"
 # a bare `import albert_tf`. Worker processes that never build a model (pretraining-data
 # creation) set ALBERT_TF_LIGHT_IMPORT=1 and skip them, and with them TensorFlow.
 SERIALIZABLE_MODULES = (
-    "albert_tf.layers.embedding", "albert_tf.layers.encoder", "albert_tf.layers.heads",
-    "albert_tf.models.backbone", "albert_tf.models.pretrainer", "albert_tf.models.classifier",
-    "albert_tf.models.token_classifier", "albert_tf.models.question_answering",
-    "albert_tf.models.multiple_choice", "albert_tf.models.preprocessor",
-    "albert_tf.optim.optimizers", "albert_tf.optim.schedules", "albert_tf.text.layers",
+    "albert_tf.layers.embedding",
+    "albert_tf.layers.encoder",
+    "albert_tf.layers.heads",
+    "albert_tf.models.backbone",
+    "albert_tf.models.pretrainer",
+    "albert_tf.models.classifier",
+    "albert_tf.models.token_classifier",
+    "albert_tf.models.question_answering",
+    "albert_tf.models.multiple_choice",
+    "albert_tf.models.preprocessor",
+    "albert_tf.optim.optimizers",
+    "albert_tf.optim.schedules",
+    "albert_tf.text.layers",
 )
 LIGHT_IMPORT_ENV = "ALBERT_TF_LIGHT_IMPORT"
 

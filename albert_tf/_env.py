@@ -1,12 +1,12 @@
 """Import-time environment checks: Keras on the TensorFlow backend, matching TF / TF-Text minors;
 TF_CPP_MIN_LOG_LEVEL applied to the C++ log lines TensorFlow writes while it loads."""
+
 import contextlib
 import os
 import re
 import sys
 import tempfile
 from importlib import metadata
-
 
 
 def _minor(version):
@@ -30,7 +30,8 @@ def check_versions():
         raise ImportError(
             f"albert_tf needs tensorflow and tensorflow-text of the same minor version, found "
             f"tensorflow {tf_version} and tensorflow-text {text_version}: "
-            f"pip install 'tensorflow-text=={_minor(tf_version)}.*'")
+            f"pip install 'tensorflow-text=={_minor(tf_version)}.*'"
+        )
 
 
 def _configured_backend():
@@ -57,7 +58,8 @@ def check_backend():
         raise ImportError(
             f"albert_tf needs Keras on the TensorFlow backend, but Keras is using {backend!r} "
             f"(from KERAS_BACKEND={os.environ.get('KERAS_BACKEND')!r} or ~/.keras/keras.json). "
-            "Set KERAS_BACKEND=tensorflow before importing keras.")
+            "Set KERAS_BACKEND=tensorflow before importing keras."
+        )
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 

@@ -8,6 +8,7 @@ when first read (worker processes that never touch them never load them).
 >>> getattr_("normalize").__name__
 'albert_tf.text.normalize'
 """
+
 import importlib
 import importlib.util
 

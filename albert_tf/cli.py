@@ -26,6 +26,7 @@ The scripts set TF_CPP_MIN_LOG_LEVEL=3 unless it is set already, which hides Ten
 (start-up lines such as "failed call to cuInit"); TF_CPP_MIN_LOG_LEVEL=0 shows it all. absl's
 Python log (the progress lines) is not affected.
 """
+
 import errno
 import os
 import re
@@ -40,21 +41,30 @@ PREEMPTED_EXIT_CODE = 143
 NON_FINITE_LOSS_EXIT_CODE = 3
 
 _OS_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EIO, errno.EDQUOT, errno.EFBIG)
-_OS_ERRORS = (FileNotFoundError, PermissionError, FileExistsError, IsADirectoryError,
-              NotADirectoryError)
+_OS_ERRORS = (
+    FileNotFoundError,
+    PermissionError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+)
 # absl's message for a flag marked as required.
 _REQUIRED = re.compile(r"flag --(\w+)=None: Flag --\1 must have a value other than None\.")
 # TensorFlow errors that are always about a file, and messages that make others so.
 _TF_FILE_ERRORS = ("NotFoundError", "PermissionDeniedError", "DataLossError")
-_TF_FILE_PROBLEM = re.compile(r"No space left on device|Read-only file system|Is a directory|"
-                              r"[Nn]ot a directory|Permission denied|No such file|"
-                              r"Input/output error|File too large|Disk quota exceeded")
+_TF_FILE_PROBLEM = re.compile(
+    r"No space left on device|Read-only file system|Is a directory|"
+    r"[Nn]ot a directory|Permission denied|No such file|"
+    r"Input/output error|File too large|Disk quota exceeded"
+)
 # TensorFlow's decorations of an op's error: "{{function_node ...}} ", " [Op:SaveV2]", "[[...]]".
 _TF_DECORATION = re.compile(r"\{\{[^}]*\}\}\s*|\s*\[Op:[^\]]*\]|\s*\[\[.*?\]\]")
 # A hidden staging path (`albert_tf.files.temporary_path`: .tmp-<name>-<pid>-<8 hex>, perhaps
 # with a suffix) and what follows it inside a staged directory: named as the target instead.
-_STAGING_PATH = re.compile(re.escape(files.TEMPORARY_PREFIX) + r"([^/\s;:'\"]+?)-\d+-[0-9a-f]{8}"
-                           r"[^/\s;:'\",]*(?:/[^\s;:'\",]*)?")
+_STAGING_PATH = re.compile(
+    re.escape(files.TEMPORARY_PREFIX) + r"([^/\s;:'\"]+?)-\d+-[0-9a-f]{8}"
+    r"[^/\s;:'\",]*(?:/[^\s;:'\",]*)?"
+)
 
 
 def script_name():
@@ -103,8 +113,9 @@ def error_message(error, expected=()):
     `expected`: further exception types that are the user's to fix where this is called."""
     if isinstance(error, (UserError, app.UsageError) + tuple(expected)):
         message = str(error)
-    elif isinstance(error, _OS_ERRORS) or (isinstance(error, OSError)
-                                           and error.errno in _OS_ERRNOS):
+    elif isinstance(error, _OS_ERRORS) or (
+        isinstance(error, OSError) and error.errno in _OS_ERRNOS
+    ):
         message = str(error)
         if error.filename is not None and error.strerror:
             message = f"{error.filename}: {error.strerror}"

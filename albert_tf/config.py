@@ -10,6 +10,7 @@ unambiguous name ("gelu_tanh" or "gelu_erf") and translates on read and write.
 >>> config.hidden_size, config.num_parameters()
 (768, 11683584)
 """
+
 import dataclasses
 
 from albert_tf import files
@@ -20,18 +21,33 @@ SHARING = ("all", "attention", "ffn", "none")
 # Activation names as each dialect spells them, mapped to ours.
 _ORIGINAL_ACTIVATIONS = {"gelu": "gelu_tanh", "relu": "relu", "tanh": "tanh", "linear": "linear"}
 _HF_ACTIVATIONS = {
-    "gelu": "gelu_erf", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-    "gelu_fast": "gelu_tanh", "relu": "relu", "tanh": "tanh", "linear": "linear",
+    "gelu": "gelu_erf",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
 }
 _HF_MARKERS = ("model_type", "architectures", "transformers_version")
 
 # What a JSON file that omits a field means: both originals default to xxlarge, and differ only in
 # the name of the (same, tanh) GELU.
 _JSON_DEFAULTS = dict(
-    embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,
-    inner_group_num=1, num_attention_heads=64, intermediate_size=16384,
-    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=512,
-    type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12)
+    embedding_size=128,
+    hidden_size=4096,
+    num_hidden_layers=12,
+    num_hidden_groups=1,
+    inner_group_num=1,
+    num_attention_heads=64,
+    intermediate_size=16384,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+    initializer_range=0.02,
+    layer_norm_eps=1e-12,
+)
 DIALECT_DEFAULTS = {
     "original": dict(_JSON_DEFAULTS, hidden_act="gelu"),
     "huggingface": dict(_JSON_DEFAULTS, hidden_act="gelu_new", vocab_size=30000),
@@ -77,9 +93,18 @@ class AlbertConfig:
     # ---------------------------------------------------------------- validation
     def validate(self):
         """Raises ValueError naming the first invalid field or combination."""
-        for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
-                     "num_hidden_groups", "inner_group_num", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+        for name in (
+            "vocab_size",
+            "embedding_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_hidden_groups",
+            "inner_group_num",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}")
@@ -88,27 +113,35 @@ class AlbertConfig:
             if not 0.0 <= float(value) < 1.0:
                 raise ValueError(f"AlbertConfig.{name} must be in [0, 1), got {value!r}")
         if self.initializer_range <= 0:
-            raise ValueError(f"AlbertConfig.initializer_range must be > 0, got {self.initializer_range!r}")
+            raise ValueError(
+                f"AlbertConfig.initializer_range must be > 0, got {self.initializer_range!r}"
+            )
         if self.layer_norm_eps <= 0:
-            raise ValueError(f"AlbertConfig.layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")
+            raise ValueError(
+                f"AlbertConfig.layer_norm_eps must be > 0, got {self.layer_norm_eps!r}"
+            )
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(
                 f"AlbertConfig.hidden_act {self.hidden_act!r} is not a known activation; "
-                f"expected one of {ACTIVATIONS}")
+                f"expected one of {ACTIVATIONS}"
+            )
         if self.sharing not in SHARING:
             raise ValueError(f"AlbertConfig.sharing {self.sharing!r} is not one of {SHARING}")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"AlbertConfig.hidden_size ({self.hidden_size}) is not divisible by "
-                f"num_attention_heads ({self.num_attention_heads})")
+                f"num_attention_heads ({self.num_attention_heads})"
+            )
         if self.num_hidden_groups > self.num_hidden_layers:
             raise ValueError(
                 f"AlbertConfig.num_hidden_groups ({self.num_hidden_groups}) exceeds "
-                f"num_hidden_layers ({self.num_hidden_layers})")
+                f"num_hidden_layers ({self.num_hidden_layers})"
+            )
         if self.num_hidden_layers % self.num_hidden_groups:
             raise ValueError(
                 f"AlbertConfig.num_hidden_layers ({self.num_hidden_layers}) is not divisible by "
-                f"num_hidden_groups ({self.num_hidden_groups})")
+                f"num_hidden_groups ({self.num_hidden_groups})"
+            )
 
     # ---------------------------------------------------------------- derived sizes
     @property
@@ -123,7 +156,11 @@ class AlbertConfig:
     @property
     def ffn_groups(self):
         """How many distinct feed-forward weight sets the encoder holds."""
-        return self.num_hidden_layers if self.sharing in ("attention", "none") else self.num_hidden_groups
+        return (
+            self.num_hidden_layers
+            if self.sharing in ("attention", "none")
+            else self.num_hidden_groups
+        )
 
     @property
     def has_embedding_projection(self):
@@ -160,7 +197,9 @@ class AlbertConfig:
         if dialect == "auto":
             dialect = "huggingface" if any(k in values for k in _HF_MARKERS) else "original"
         if dialect not in DIALECT_DEFAULTS:
-            raise ValueError(f"Unknown config dialect {dialect!r}: expected auto, original or huggingface")
+            raise ValueError(
+                f"Unknown config dialect {dialect!r}: expected auto, original or huggingface"
+            )
         values = {**DIALECT_DEFAULTS[dialect], **values}
         if "vocab_size" not in values:  # the original's only required field
             raise ValueError(f"{source}: the config has no vocab_size")
@@ -173,7 +212,8 @@ class AlbertConfig:
         elif act not in ACTIVATIONS:
             raise ValueError(
                 f"{source}: hidden_act {act!r} is not a known {dialect} activation; "
-                f"expected one of {sorted(table)}")
+                f"expected one of {sorted(table)}"
+            )
         try:
             return cls(**kwargs)
         except (TypeError, ValueError) as e:
@@ -192,11 +232,14 @@ class AlbertConfig:
             values["hidden_act"] = {"gelu_tanh": "gelu"}.get(self.hidden_act, self.hidden_act)
         elif dialect == "huggingface":
             values["hidden_act"] = {"gelu_tanh": "gelu_new", "gelu_erf": "gelu"}.get(
-                self.hidden_act, self.hidden_act)
+                self.hidden_act, self.hidden_act
+            )
             values["model_type"] = "albert"
             values["architectures"] = ["AlbertForPreTraining"]
         else:
-            raise ValueError(f"Unknown config dialect {dialect!r}: expected original or huggingface")
+            raise ValueError(
+                f"Unknown config dialect {dialect!r}: expected original or huggingface"
+            )
         return values
 
     def to_json_file(self, path, dialect="original"):
@@ -213,9 +256,17 @@ class AlbertConfig:
 
 
 def _released(hidden, layers, heads, dropout):
-    return dict(vocab_size=30000, embedding_size=128, hidden_size=hidden, num_hidden_layers=layers,
-                num_attention_heads=heads, intermediate_size=4 * hidden, hidden_act="gelu_tanh",
-                hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return dict(
+        vocab_size=30000,
+        embedding_size=128,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        hidden_act="gelu_tanh",
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
 
 
 # The released albert_config.json files (albert_original.md section 3.1). Every released config
@@ -235,10 +286,18 @@ PRESETS = {
     "bert_base": dict(_released(768, 12, 12, 0.1), embedding_size=768, sharing="none"),
     "bert_large": dict(_released(1024, 24, 16, 0.1), embedding_size=1024, sharing="none"),
     # Small enough to pretrain on a laptop CPU in minutes (tests and `make demo`).
-    "albert_tiny": dict(vocab_size=8000, embedding_size=64, hidden_size=128, num_hidden_layers=4,
-                        num_attention_heads=2, intermediate_size=512, hidden_act="gelu_tanh",
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                        max_position_embeddings=512),
+    "albert_tiny": dict(
+        vocab_size=8000,
+        embedding_size=64,
+        hidden_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        intermediate_size=512,
+        hidden_act="gelu_tanh",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        max_position_embeddings=512,
+    ),
 }
 
 

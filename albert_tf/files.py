@@ -11,6 +11,7 @@ behind; `remove_stale_temporaries(target)` deletes those of a target before it i
 ...     "/data/.tmp-train-00000-of-00004.tfrecord-")
 True
 """
+
 import contextlib
 import json
 import os
@@ -77,8 +78,11 @@ def remove_stale_temporaries(path):
     pattern = f"{parent}{TEMPORARY_PREFIX}{name}-*"
     stale = tf.io.gfile.glob(pattern) if tf.io.gfile.exists(parent or ".") else []
     prefix = f"{TEMPORARY_PREFIX}{name}-"
-    stale = [leftover for leftover in stale
-             if not _in_use(leftover, leftover.rstrip("/").rsplit("/", 1)[-1][len(prefix):])]
+    stale = [
+        leftover
+        for leftover in stale
+        if not _in_use(leftover, leftover.rstrip("/").rsplit("/", 1)[-1][len(prefix) :])
+    ]
     for leftover in stale:
         if tf.io.gfile.isdir(leftover):
             tf.io.gfile.rmtree(leftover)

@@ -6,6 +6,7 @@ training run prints nothing. `show_progress()`, called by the long-running entry
 what `app.run` would, once, unless absl's handler is already installed or the caller chose a
 verbosity (`absl.logging.set_verbosity`).
 """
+
 import logging
 import sys
 
@@ -33,8 +34,10 @@ def show_progress():
     writing absl-formatted lines to stderr (`app.run`'s `use_absl_handler` removes it again, so
     nothing is printed twice).
     """
-    if (absl_logging.get_absl_handler() in logging.root.handlers
-            or not flags.FLAGS["verbosity"].using_default_value):
+    if (
+        absl_logging.get_absl_handler() in logging.root.handlers
+        or not flags.FLAGS["verbosity"].using_default_value
+    ):
         return
     absl_logging.set_verbosity(absl_logging.INFO)
     if not logging.root.handlers:

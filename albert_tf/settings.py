@@ -18,6 +18,7 @@ DEFINE_enum with choices), list -> DEFINE_list; `Optional[...]` defaults to None
 >>> from_flags(Example, values)
 Example(steps=3, mode='fast')
 """
+
 import dataclasses
 import typing
 
@@ -30,8 +31,11 @@ class InvalidFlagError(UserError, ValueError):
 
 def setting(default, help_text, choices=None, required=False):
     """A dataclass field with its flag help (and choices); `required` fields have no default."""
-    metadata = {"help": help_text, "choices": tuple(choices) if choices else None,
-                "required": required}
+    metadata = {
+        "help": help_text,
+        "choices": tuple(choices) if choices else None,
+        "required": required,
+    }
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -58,10 +62,15 @@ def define_flags(cls, flag_values=None, skip=()):
             continue
         meta = field.metadata
         if "help" not in meta:
-            raise TypeError(f"{cls.__name__}.{field.name} has no help text: declare it with "
-                            "setting(default, help)")
-        default = (field.default_factory() if field.default_factory is not dataclasses.MISSING
-                   else field.default)
+            raise TypeError(
+                f"{cls.__name__}.{field.name} has no help text: declare it with "
+                "setting(default, help)"
+            )
+        default = (
+            field.default_factory()
+            if field.default_factory is not dataclasses.MISSING
+            else field.default
+        )
         kind = _base_type(hints[field.name])
         args = dict(name=field.name, default=default, help=meta["help"], flag_values=flag_values)
         if meta.get("choices"):
@@ -85,6 +94,9 @@ def from_flags(cls, flag_values=None, **overrides):
     from absl import flags
 
     flag_values = flags.FLAGS if flag_values is None else flag_values
-    values = {f.name: getattr(flag_values, f.name) for f in dataclasses.fields(cls)
-              if f.name in flag_values and f.name not in overrides}
+    values = {
+        f.name: getattr(flag_values, f.name)
+        for f in dataclasses.fields(cls)
+        if f.name in flag_values and f.name not in overrides
+    }
     return cls(**values, **overrides)

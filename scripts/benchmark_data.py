@@ -9,6 +9,7 @@ the worker processes) and the whole process tree (sum of VmRSS, sampled every 0.
 
   python scripts/benchmark_data.py --work_dir=/tmp/albert_tf_bench_data
 """
+
 import json
 import os
 import subprocess
@@ -23,8 +24,12 @@ from absl import flags, logging  # noqa: E402
 from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("work_dir", "/tmp/albert_tf_bench_data", "Scratch directory (corpus copies, model, outputs).")
-flags.DEFINE_string("corpus", "builtin:docstrings", "Corpus spec (see albert_tf.data.corpora.iter_documents).")
+flags.DEFINE_string(
+    "work_dir", "/tmp/albert_tf_bench_data", "Scratch directory (corpus copies, model, outputs)."
+)
+flags.DEFINE_string(
+    "corpus", "builtin:docstrings", "Corpus spec (see albert_tf.data.corpora.iter_documents)."
+)
 flags.DEFINE_integer("vocab_size", 8000, "SentencePiece pieces.")
 flags.DEFINE_integer("max_seq_length", 128, "--max_seq_length of the runs.")
 flags.DEFINE_integer("dupe_factor", 1, "--dupe_factor of the runs.")
@@ -66,8 +71,11 @@ def _run(name: str, args: list) -> dict:
     """Runs the script with `args`; returns wall time, peaks and the run's summary JSON."""
     logging.info("Run %s: %s", name, " ".join(args))
     start = time.monotonic()
-    process = subprocess.Popen([sys.executable, _SCRIPT] + args, stdout=subprocess.DEVNULL,
-                               stderr=open(os.path.join(FLAGS.work_dir, f"{name}.log"), "w"))
+    process = subprocess.Popen(
+        [sys.executable, _SCRIPT] + args,
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(FLAGS.work_dir, f"{name}.log"), "w"),
+    )
     peak_tree = [0]
     done = threading.Event()
 
@@ -84,16 +92,24 @@ def _run(name: str, args: list) -> dict:
     process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - start
     if process.returncode:
-        raise RuntimeError(f"run {name} failed (exit {process.returncode}); see {FLAGS.work_dir}/{name}.log")
+        raise RuntimeError(
+            f"run {name} failed (exit {process.returncode}); see {FLAGS.work_dir}/{name}.log"
+        )
     output = [a.split("=", 1)[1] for a in args if a.startswith("--output_file=")][0]
     with open(f"{output}.summary.json") as f:
         summary = json.load(f)
-    return {"run": name, "wall_seconds": round(wall, 1), "instances": summary["instances"],
-            "documents": summary["documents"], "tokens": summary["tokens"],
-            "instances_per_second": round(summary["instances_per_second"], 1),
-            "instances_per_wall_second": round(summary["instances"] / wall, 1),
-            "peak_process_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "peak_tree_rss_mb": round(peak_tree[0] / 1024, 1), "output": output}
+    return {
+        "run": name,
+        "wall_seconds": round(wall, 1),
+        "instances": summary["instances"],
+        "documents": summary["documents"],
+        "tokens": summary["tokens"],
+        "instances_per_second": round(summary["instances_per_second"], 1),
+        "instances_per_wall_second": round(summary["instances"] / wall, 1),
+        "peak_process_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "peak_tree_rss_mb": round(peak_tree[0] / 1024, 1),
+        "output": output,
+    }
 
 
 def _prepare():
@@ -117,9 +133,20 @@ def _prepare():
     prefix = os.path.join(FLAGS.work_dir, f"spm{FLAGS.vocab_size}")
     if not os.path.exists(prefix + ".model"):
         spm.SentencePieceTrainer.train(
-            input=corpus_1x, model_prefix=prefix, vocab_size=FLAGS.vocab_size, model_type="unigram", pad_id=0,
-            unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-            input_sentence_size=300000, shuffle_input_sentence=True, character_coverage=0.99995, minloglevel=2)
+            input=corpus_1x,
+            model_prefix=prefix,
+            vocab_size=FLAGS.vocab_size,
+            model_type="unigram",
+            pad_id=0,
+            unk_id=1,
+            bos_id=-1,
+            eos_id=-1,
+            control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+            input_sentence_size=300000,
+            shuffle_input_sentence=True,
+            character_coverage=0.99995,
+            minloglevel=2,
+        )
     return corpus_1x, corpus_4x, prefix + ".model"
 
 
@@ -127,27 +154,49 @@ def main(argv):
     del argv
     os.makedirs(FLAGS.work_dir, exist_ok=True)
     corpus_1x, corpus_4x, model = _prepare()
-    common = [f"--spm_model_file={model}", f"--max_seq_length={FLAGS.max_seq_length}",
-              f"--dupe_factor={FLAGS.dupe_factor}", "--max_predictions_per_seq=20"]
+    common = [
+        f"--spm_model_file={model}",
+        f"--max_seq_length={FLAGS.max_seq_length}",
+        f"--dupe_factor={FLAGS.dupe_factor}",
+        "--max_predictions_per_seq=20",
+    ]
     out = lambda name: f"--output_file={os.path.join(FLAGS.work_dir, name)}.tfrecord"  # noqa: E731
     results = [
-        _run("builtin_1_worker", [f"--input_file={FLAGS.corpus}", out("builtin_w1"), "--num_workers=1"] + common),
-        _run("builtin_2_workers", [f"--input_file={FLAGS.corpus}", out("builtin_w2"), "--num_workers=2"] + common),
-        _run("file_1x_1_worker", [f"--input_file={corpus_1x}", out("file_1x"), "--num_workers=1"] + common),
-        _run("file_4x_1_worker", [f"--input_file={corpus_4x}", out("file_4x"), "--num_workers=1"] + common),
+        _run(
+            "builtin_1_worker",
+            [f"--input_file={FLAGS.corpus}", out("builtin_w1"), "--num_workers=1"] + common,
+        ),
+        _run(
+            "builtin_2_workers",
+            [f"--input_file={FLAGS.corpus}", out("builtin_w2"), "--num_workers=2"] + common,
+        ),
+        _run(
+            "file_1x_1_worker",
+            [f"--input_file={corpus_1x}", out("file_1x"), "--num_workers=1"] + common,
+        ),
+        _run(
+            "file_4x_1_worker",
+            [f"--input_file={corpus_4x}", out("file_4x"), "--num_workers=1"] + common,
+        ),
     ]
     with open(results[0]["output"], "rb") as a, open(results[1]["output"], "rb") as b:
         identical = a.read() == b.read()
     sizes = {r["run"]: os.path.getsize(r["output"]) for r in results}
-    print(f"corpus {FLAGS.corpus}: {os.path.getsize(corpus_1x) / 1e6:.1f} MB (4x: {os.path.getsize(corpus_4x) / 1e6:.1f} MB), "
-          f"vocab {FLAGS.vocab_size}, max_seq_length {FLAGS.max_seq_length}, dupe_factor {FLAGS.dupe_factor}")
-    print("| run | documents | instances | instances/s (work) | instances/s (wall) | wall s | "
-          "peak process RSS MB | peak tree RSS MB |")
+    print(
+        f"corpus {FLAGS.corpus}: {os.path.getsize(corpus_1x) / 1e6:.1f} MB (4x: {os.path.getsize(corpus_4x) / 1e6:.1f} MB), "
+        f"vocab {FLAGS.vocab_size}, max_seq_length {FLAGS.max_seq_length}, dupe_factor {FLAGS.dupe_factor}"
+    )
+    print(
+        "| run | documents | instances | instances/s (work) | instances/s (wall) | wall s | "
+        "peak process RSS MB | peak tree RSS MB |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['run']} | {r['documents']} | {r['instances']} | {r['instances_per_second']} | "
-              f"{r['instances_per_wall_second']} | {r['wall_seconds']} | {r['peak_process_rss_mb']} | "
-              f"{r['peak_tree_rss_mb']} |")
+        print(
+            f"| {r['run']} | {r['documents']} | {r['instances']} | {r['instances_per_second']} | "
+            f"{r['instances_per_wall_second']} | {r['wall_seconds']} | {r['peak_process_rss_mb']} | "
+            f"{r['peak_tree_rss_mb']} |"
+        )
     print(f"1 vs 2 workers byte-identical: {identical}; output bytes: {sizes}")
     if FLAGS.output_json:
         with open(FLAGS.output_json, "w") as f:

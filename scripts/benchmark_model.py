@@ -8,6 +8,7 @@ shared machine hit both alike.
     python scripts/benchmark_model.py --preset=albert_base_v2 --layers=12,24 \\
         --batch_size=8 --seq_length=128 --steps=5
 """
+
 import os
 import platform
 import statistics
@@ -36,8 +37,9 @@ def _make_step(model, learning_rate):
     def step(inputs):
         with tf.GradientTape() as tape:
             out = model(inputs, training=True)
-            loss = (tf.reduce_mean(tf.square(tf.cast(out["sequence_output"], tf.float32)))
-                    + tf.reduce_mean(tf.cast(out["pooled_output"], tf.float32)))
+            loss = tf.reduce_mean(
+                tf.square(tf.cast(out["sequence_output"], tf.float32))
+            ) + tf.reduce_mean(tf.cast(out["pooled_output"], tf.float32))
         grads = tape.gradient(loss, model.trainable_variables)
         for var, grad in zip(model.trainable_variables, grads):
             var.assign_sub(learning_rate * tf.convert_to_tensor(grad))
@@ -50,9 +52,13 @@ def _inputs(config, batch_size, seq_length):
     import numpy as np
 
     rng = np.random.default_rng(0)
-    return {"input_word_ids": rng.integers(5, config.vocab_size, [batch_size, seq_length]).astype("int32"),
-            "input_mask": np.ones([batch_size, seq_length], "int32"),
-            "input_type_ids": np.zeros([batch_size, seq_length], "int32")}
+    return {
+        "input_word_ids": rng.integers(5, config.vocab_size, [batch_size, seq_length]).astype(
+            "int32"
+        ),
+        "input_mask": np.ones([batch_size, seq_length], "int32"),
+        "input_type_ids": np.zeros([batch_size, seq_length], "int32"),
+    }
 
 
 def _timed(fn, *args):
@@ -83,8 +89,13 @@ def benchmark(preset, depths, batch_size, seq_length, steps, dtype, learning_rat
             fns[mode].get_concrete_function(inputs)
             trace = time.perf_counter() - start
             first = _timed(fns[mode], inputs)
-            logging.info("L=%d %s: trace %.2f s, first call (compile + run) %.2f s",
-                         depth, mode, trace, first)
+            logging.info(
+                "L=%d %s: trace %.2f s, first call (compile + run) %.2f s",
+                depth,
+                mode,
+                trace,
+                first,
+            )
             _timed(fns[mode], inputs)  # one more warm-up step
             results[(depth, mode)] = {"trace": trace, "first": first, "steps": []}
         for i in range(steps):
@@ -96,10 +107,12 @@ def benchmark(preset, depths, batch_size, seq_length, steps, dtype, learning_rat
 
 
 def markdown(results):
-    lines = ["| Layers | Encoder | Trace (s) | First call: compile + run (s) | "
-             "Trace + compile = trace + first call - median step (s) | Steady step, median (s) | "
-             "Steady step, min (s) | Trace + compile vs unrolled | Median step vs unrolled |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| Layers | Encoder | Trace (s) | First call: compile + run (s) | "
+        "Trace + compile = trace + first call - median step (s) | Steady step, median (s) | "
+        "Steady step, min (s) | Trace + compile vs unrolled | Median step vs unrolled |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def overhead(r):
         return r["trace"] + r["first"] - statistics.median(r["steps"])
@@ -107,10 +120,12 @@ def markdown(results):
     for (depth, mode), r in results.items():
         base = results[(depth, "unrolled")]
         median = statistics.median(r["steps"])
-        lines.append(f"| {depth} | {mode} | {r['trace']:.1f} | {r['first']:.1f} | "
-                     f"{overhead(r):.1f} | {median:.3f} | {min(r['steps']):.3f} | "
-                     f"{overhead(r) / overhead(base):.2f}x | "
-                     f"{median / statistics.median(base['steps']):.3f}x |")
+        lines.append(
+            f"| {depth} | {mode} | {r['trace']:.1f} | {r['first']:.1f} | "
+            f"{overhead(r):.1f} | {median:.3f} | {min(r['steps']):.3f} | "
+            f"{overhead(r) / overhead(base):.2f}x | "
+            f"{median / statistics.median(base['steps']):.3f}x |"
+        )
     return "\n".join(lines)
 
 
@@ -128,14 +143,23 @@ def main(argv):
     import tensorflow as tf
 
     load_before = os.getloadavg()
-    results = benchmark(FLAGS.preset, depths, FLAGS.batch_size, FLAGS.seq_length, FLAGS.steps,
-                        FLAGS.dtype, FLAGS.learning_rate)
+    results = benchmark(
+        FLAGS.preset,
+        depths,
+        FLAGS.batch_size,
+        FLAGS.seq_length,
+        FLAGS.steps,
+        FLAGS.dtype,
+        FLAGS.learning_rate,
+    )
     load_after = os.getloadavg()
-    print(f"{FLAGS.preset} shapes, batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, "
-          f"{FLAGS.dtype}, jit_compile=True train step (forward + backward + SGD), "
-          f"{FLAGS.steps} timed steps; TF {tf.__version__}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, "
-          f"{load_after[0]:.1f} after\n")
+    print(
+        f"{FLAGS.preset} shapes, batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, "
+        f"{FLAGS.dtype}, jit_compile=True train step (forward + backward + SGD), "
+        f"{FLAGS.steps} timed steps; TF {tf.__version__}, {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, "
+        f"{load_after[0]:.1f} after\n"
+    )
     print(markdown(results))
 
 

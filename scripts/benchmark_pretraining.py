@@ -9,6 +9,7 @@ input pipeline keeps up.
   python scripts/benchmark_pretraining.py --preset=albert_base_v2 --max_seq_length=128 \
       --train_batch_size=8 --steps=6 --strategies=one_device,mirrored --logical_cpus=2
 """
+
 import json
 import os
 import tempfile
@@ -22,13 +23,17 @@ from absl import flags, logging  # noqa: E402
 from albert_tf import cli  # noqa: E402
 
 F = flags.FLAGS
-flags.DEFINE_string("preset", "albert_base_v2", "Model config to measure (albert_tf.config presets).")
+flags.DEFINE_string(
+    "preset", "albert_base_v2", "Model config to measure (albert_tf.config presets)."
+)
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
 flags.DEFINE_integer("train_batch_size", 8, "Global batch size (divisible by --logical_cpus).")
 flags.DEFINE_integer("steps", 6, "Timed steps per measurement (after one untimed compile loop).")
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps that trace and compile.")
-flags.DEFINE_list("strategies", ["one_device", "mirrored"], "Strategies to measure (one_device, mirrored).")
+flags.DEFINE_list(
+    "strategies", ["one_device", "mirrored"], "Strategies to measure (one_device, mirrored)."
+)
 flags.DEFINE_integer("logical_cpus", 2, "Logical CPU devices for the mirrored strategy.")
 flags.DEFINE_bool("jit_compile", True, "XLA-compile the forward/backward pass.")
 flags.DEFINE_integer("num_records", 512, "Synthetic records written for the input pipeline.")
@@ -51,9 +56,18 @@ def _write_records(path, count, config, seq, pred, seed=0):
             tokens[middle] = 3
             positions = sorted(rng.choice(np.arange(1, middle), pred, replace=False).tolist())
             ids = [tokens[p] for p in positions]
-            writer.write(schema.encode_instance(tokens, segments, [1] * length, int(rng.integers(0, 2)),
-                                                seq, pred, masked_lm_positions=positions,
-                                                masked_lm_ids=ids))
+            writer.write(
+                schema.encode_instance(
+                    tokens,
+                    segments,
+                    [1] * length,
+                    int(rng.integers(0, 2)),
+                    seq,
+                    pred,
+                    masked_lm_positions=positions,
+                    masked_lm_ids=ids,
+                )
+            )
     return path
 
 
@@ -81,8 +95,10 @@ def main(argv):
         if name not in ("one_device", "mirrored"):
             cli.fail(f"--strategies: {name!r} is not one_device or mirrored")
     if "mirrored" in F.strategies and F.train_batch_size % F.logical_cpus:
-        cli.fail(f"--train_batch_size={F.train_batch_size} is not divisible by "
-                 f"--logical_cpus={F.logical_cpus}")
+        cli.fail(
+            f"--train_batch_size={F.train_batch_size} is not divisible by "
+            f"--logical_cpus={F.logical_cpus}"
+        )
     devices = configure_logical_cpus(F.logical_cpus)
     config = AlbertConfig.from_preset(F.preset)
     seq, pred, batch = F.max_seq_length, F.max_predictions_per_seq, F.train_batch_size
@@ -91,34 +107,55 @@ def main(argv):
     task = PretrainingTask(config, seq, pred, seed=0)
     rows = []
     for name in F.strategies:
-        strategy = (tf.distribute.OneDeviceStrategy(devices[0]) if name == "one_device"
-                    else tf.distribute.MirroredStrategy(devices))
+        strategy = (
+            tf.distribute.OneDeviceStrategy(devices[0])
+            if name == "one_device"
+            else tf.distribute.MirroredStrategy(devices)
+        )
         keras.utils.set_random_seed(0)
         with strategy.scope():
             model = task.build_model()
-            optimizer = create_optimizer("lamb", WarmupPolynomialDecay(1e-4, 1000, 10),
-                                         stacked_axes=task.stacked_axes(model))
+            optimizer = create_optimizer(
+                "lamb", WarmupPolynomialDecay(1e-4, 1000, 10), stacked_axes=task.stacked_axes(model)
+            )
         trainer = Trainer(strategy, task, model, optimizer, jit_compile=F.jit_compile)
         real = distributed_dataset(strategy, task, files, batch, True, 0)
         cached = strategy.distribute_datasets_from_function(
-            lambda ctx: task.dataset(files, ctx.get_per_replica_batch_size(batch), True, ctx, 0)
-            .take(1).cache().repeat())
+            lambda ctx: (
+                task.dataset(files, ctx.get_per_replica_batch_size(batch), True, ctx, 0)
+                .take(1)
+                .cache()
+                .repeat()
+            )
+        )
         step_real = _measure(trainer, real, F.steps, F.warmup_steps)
         step_cached = _measure(trainer, cached, F.steps, F.warmup_steps)
-        row = {"strategy": name, "replicas": strategy.num_replicas_in_sync,
-               "examples_per_second": batch / step_real, "step_seconds": step_real,
-               "step_seconds_cached_input": step_cached,
-               "input_wait_fraction": max(0.0, 1.0 - step_cached / step_real)}
+        row = {
+            "strategy": name,
+            "replicas": strategy.num_replicas_in_sync,
+            "examples_per_second": batch / step_real,
+            "step_seconds": step_real,
+            "step_seconds_cached_input": step_cached,
+            "input_wait_fraction": max(0.0, 1.0 - step_cached / step_real),
+        }
         logging.info("%s", row)
         rows.append(row)
-    header = (f"{F.preset}, seq {seq}, global batch {batch}, LAMB, XLA {'on' if F.jit_compile else 'off'}, "
-              f"{F.steps} timed steps, TF {tf.__version__}, {os.cpu_count()} CPUs")
-    lines = [header, "", "| strategy | replicas | examples/s | step s | step s (cached input) | input wait |",
-             "|---|---|---|---|---|---|"]
+    header = (
+        f"{F.preset}, seq {seq}, global batch {batch}, LAMB, XLA {'on' if F.jit_compile else 'off'}, "
+        f"{F.steps} timed steps, TF {tf.__version__}, {os.cpu_count()} CPUs"
+    )
+    lines = [
+        header,
+        "",
+        "| strategy | replicas | examples/s | step s | step s (cached input) | input wait |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['strategy']} | {r['replicas']} | {r['examples_per_second']:.2f} | "
-                     f"{r['step_seconds']:.3f} | {r['step_seconds_cached_input']:.3f} | "
-                     f"{100 * r['input_wait_fraction']:.1f}% |")
+        lines.append(
+            f"| {r['strategy']} | {r['replicas']} | {r['examples_per_second']:.2f} | "
+            f"{r['step_seconds']:.3f} | {r['step_seconds_cached_input']:.3f} | "
+            f"{100 * r['input_wait_fraction']:.1f}% |"
+        )
     print("\n".join(lines))
     if F.output_json:
         with open(F.output_json, "w") as f:

@@ -10,6 +10,7 @@ Measures, for a randomly initialised classifier with the shapes of --preset:
 
 Texts are docstring paragraphs of numpy (1-6 sentences: a realistic spread of lengths).
 """
+
 import json
 import os
 import time
@@ -40,7 +41,7 @@ def _texts(count, seed=0):
     rng = np.random.default_rng(seed)
     texts = []
     for document in iter_documents("builtin:docstrings", packages=("numpy",)):
-        texts.append(" ".join(document[:int(rng.integers(1, 7))]))
+        texts.append(" ".join(document[: int(rng.integers(1, 7))]))
         if len(texts) >= count:
             break
     return texts
@@ -58,15 +59,17 @@ def _serving(path, texts):
         start = time.perf_counter()
         serve(text=one)["probabilities"].numpy()
         latencies.append(time.perf_counter() - start)
-    batches = [tf.constant(texts[i * 32:(i + 1) * 32]) for i in range(FLAGS.throughput_batches)]
+    batches = [tf.constant(texts[i * 32 : (i + 1) * 32]) for i in range(FLAGS.throughput_batches)]
     serve(text=batches[0])
     start = time.perf_counter()
     for batch in batches:
         serve(text=batch)["probabilities"].numpy()
     elapsed = time.perf_counter() - start
-    return {"p50_ms": 1e3 * float(np.percentile(latencies, 50)),
-            "p99_ms": 1e3 * float(np.percentile(latencies, 99)),
-            "batch32_texts_per_s": 32 * len(batches) / elapsed}
+    return {
+        "p50_ms": 1e3 * float(np.percentile(latencies, 50)),
+        "p99_ms": 1e3 * float(np.percentile(latencies, 99)),
+        "batch32_texts_per_s": 32 * len(batches) / elapsed,
+    }
 
 
 def _finetune(model, preprocessor, texts):
@@ -99,23 +102,31 @@ def main(argv):
     lengths = fixed.token_lengths(texts).numpy()
     config = AlbertConfig.from_preset(FLAGS.preset, vocab_size=fixed.vocab_size)
     model = AlbertClassifier(AlbertModel(config), num_classes=2)
-    results = {"preset": FLAGS.preset, "vocab_size": fixed.vocab_size,
-               "pieces_per_text": {"mean": float(lengths.mean()),
-                                   "p50": float(np.percentile(lengths, 50)),
-                                   "max": int(lengths.max())}}
+    results = {
+        "preset": FLAGS.preset,
+        "vocab_size": fixed.vocab_size,
+        "pieces_per_text": {
+            "mean": float(lengths.mean()),
+            "p50": float(np.percentile(lengths, 50)),
+            "max": int(lengths.max()),
+        },
+    }
     for name, dynamic in (("dynamic", True), (f"fixed_{FLAGS.fixed_length}", False)):
-        path = export_classifier(model, fixed, f"{FLAGS.work_dir}/{name}",
-                                 dynamic_padding=dynamic, write_warmup=False)
+        path = export_classifier(
+            model, fixed, f"{FLAGS.work_dir}/{name}", dynamic_padding=dynamic, write_warmup=False
+        )
         results[f"serving_{name}"] = _serving(path, texts)
         logging.info("serving %s: %s", name, results[f"serving_{name}"])
     for name, dynamic in (("dynamic", True), (f"fixed_{FLAGS.train_seq_length}", False)):
         train_model = AlbertClassifier(AlbertModel(config), num_classes=2)
         train_model.compile(num_train_steps=100)
-        pre = AlbertPreprocessor(FLAGS.spm_model_file, seq_length=FLAGS.train_seq_length,
-                                 dynamic_padding=dynamic)
+        pre = AlbertPreprocessor(
+            FLAGS.spm_model_file, seq_length=FLAGS.train_seq_length, dynamic_padding=dynamic
+        )
         results[f"finetune_{name}_examples_per_s"] = _finetune(train_model, pre, texts)
-        logging.info("fine-tuning %s: %.2f examples/s", name,
-                     results[f"finetune_{name}_examples_per_s"])
+        logging.info(
+            "fine-tuning %s: %.2f examples/s", name, results[f"finetune_{name}_examples_per_s"]
+        )
     results["tf_version"] = tf.__version__
     print(json.dumps(results, indent=2))
 

@@ -26,6 +26,7 @@ AlbertTokenClassifier, beside its backbone directory), and back:
 `keras.saving.load_model(output_dir + "/model.keras")` a fine-tuned one. Errors are one line on
 stderr with exit code 1.
 """
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
@@ -37,51 +38,75 @@ from albert_tf.convert.checkpoint import SOURCE_FORMATS, TARGET_FORMATS  # noqa:
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_enum("source_format", None, list(SOURCE_FORMATS),
-                  "original: a TF1 checkpoint prefix (or its directory) + albert_config.json; "
-                  "huggingface: a directory with config.json + model.safetensors; albert_tf: a "
-                  "directory written by albert_tf.save, or one with a fine-tuned model.keras.")
+flags.DEFINE_enum(
+    "source_format",
+    None,
+    list(SOURCE_FORMATS),
+    "original: a TF1 checkpoint prefix (or its directory) + albert_config.json; "
+    "huggingface: a directory with config.json + model.safetensors; albert_tf: a "
+    "directory written by albert_tf.save, or one with a fine-tuned model.keras.",
+)
 flags.DEFINE_string("input", None, "The checkpoint prefix or directory to convert.")
-flags.DEFINE_string("config_file", None, "The original albert_config.json (source_format="
-                    "original; default: albert_config.json beside the checkpoint).")
-flags.DEFINE_enum("target_format", "albert_tf", list(TARGET_FORMATS),
-                  "albert_tf (for albert_tf.load; fine-tuned heads add model.keras), "
-                  "huggingface (AlbertForPreTraining layout; fine-tuned heads as "
-                  "AlbertForSequenceClassification / AlbertForTokenClassification) or original "
-                  "(a TF1 checkpoint + albert_config.json; pretraining models only).")
+flags.DEFINE_string(
+    "config_file",
+    None,
+    "The original albert_config.json (source_format="
+    "original; default: albert_config.json beside the checkpoint).",
+)
+flags.DEFINE_enum(
+    "target_format",
+    "albert_tf",
+    list(TARGET_FORMATS),
+    "albert_tf (for albert_tf.load; fine-tuned heads add model.keras), "
+    "huggingface (AlbertForPreTraining layout; fine-tuned heads as "
+    "AlbertForSequenceClassification / AlbertForTokenClassification) or original "
+    "(a TF1 checkpoint + albert_config.json; pretraining models only).",
+)
 flags.DEFINE_string("output_dir", None, "Where to write the converted model.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model stored with the converted "
-                    "model (target_format=albert_tf).")
-flags.DEFINE_list("ignore_variables", [], "Regexes of checkpoint variables to skip on purpose "
-                  "(e.g. a fine-tuned classifier); anything else unused is an error.")
+flags.DEFINE_string(
+    "spm_model_file",
+    None,
+    "SentencePiece model stored with the converted model (target_format=albert_tf).",
+)
+flags.DEFINE_list(
+    "ignore_variables",
+    [],
+    "Regexes of checkpoint variables to skip on purpose "
+    "(e.g. a fine-tuned classifier); anything else unused is an error.",
+)
 
 flags.mark_flags_as_required(["source_format", "input", "output_dir"])
 
 
-@flags.multi_flags_validator(["source_format", "target_format"],
-                             message="--source_format and --target_format are the same: nothing "
-                                     "to convert")
+@flags.multi_flags_validator(
+    ["source_format", "target_format"],
+    message="--source_format and --target_format are the same: nothing to convert",
+)
 def _formats_differ(values):
     return values["source_format"] != values["target_format"]
 
 
-@flags.multi_flags_validator(["source_format", "config_file"],
-                             message="--config_file applies to --source_format=original only "
-                                     "(other formats keep config.json in their directory)")
+@flags.multi_flags_validator(
+    ["source_format", "config_file"],
+    message="--config_file applies to --source_format=original only "
+    "(other formats keep config.json in their directory)",
+)
 def _config_only_for_original(values):
     return values["config_file"] is None or values["source_format"] == "original"
 
 
-@flags.multi_flags_validator(["target_format", "spm_model_file"],
-                             message="--spm_model_file is stored with --target_format=albert_tf "
-                                     "only")
+@flags.multi_flags_validator(
+    ["target_format", "spm_model_file"],
+    message="--spm_model_file is stored with --target_format=albert_tf only",
+)
 def _spm_only_for_albert_tf(values):
     return values["spm_model_file"] is None or values["target_format"] == "albert_tf"
 
 
-@flags.multi_flags_validator(["source_format", "ignore_variables"],
-                             message="--ignore_variables applies to --source_format=original or "
-                                     "huggingface only")
+@flags.multi_flags_validator(
+    ["source_format", "ignore_variables"],
+    message="--ignore_variables applies to --source_format=original or huggingface only",
+)
 def _ignore_only_for_foreign(values):
     return not values["ignore_variables"] or values["source_format"] != "albert_tf"
 
@@ -90,9 +115,15 @@ def main(argv):
     del argv  # cli.run refuses positional arguments
     from albert_tf.convert.checkpoint import convert_checkpoint
 
-    convert_checkpoint(FLAGS.source_format, FLAGS.input, FLAGS.output_dir,
-                       target_format=FLAGS.target_format, config_file=FLAGS.config_file,
-                       spm_model_file=FLAGS.spm_model_file, ignore_variables=FLAGS.ignore_variables)
+    convert_checkpoint(
+        FLAGS.source_format,
+        FLAGS.input,
+        FLAGS.output_dir,
+        target_format=FLAGS.target_format,
+        config_file=FLAGS.config_file,
+        spm_model_file=FLAGS.spm_model_file,
+        ignore_variables=FLAGS.ignore_variables,
+    )
 
 
 if __name__ == "__main__":

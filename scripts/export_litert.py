@@ -10,6 +10,7 @@ SavedModel's float32 model on the dev texts, accuracy); OUTPUT_DIR/litert_report
 same numbers. The task's train and dev files are read again (train texts calibrate the "int8"
 variant). See docs/litert.md.
 """
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
@@ -22,10 +23,12 @@ FLAGS = flags.FLAGS
 
 VARIANTS = ("float32", "float16", "int8_dynamic", "int8")
 flags.DEFINE_string("model_dir", None, "Fine-tuning output dir (model.keras, finetune.json).")
-flags.DEFINE_string("output_dir", None, "Directory for model_<variant>.tflite and "
-                    "litert_report.json.")
-flags.DEFINE_list("variants", list(VARIANTS), f"Variants to write, comma-separated: "
-                  f"{','.join(VARIANTS)}.")
+flags.DEFINE_string(
+    "output_dir", None, "Directory for model_<variant>.tflite and litert_report.json."
+)
+flags.DEFINE_list(
+    "variants", list(VARIANTS), f"Variants to write, comma-separated: {','.join(VARIANTS)}."
+)
 flags.DEFINE_integer("max_seq_length", None, "Fixed packed length (default: the training one).")
 flags.DEFINE_integer("num_representative", 100, "Train texts that calibrate the int8 variant.")
 flags.DEFINE_integer("max_eval_examples", 1000, "Dev texts to compare on (0: all).")
@@ -52,16 +55,20 @@ def _load():
 
     for name in (MODEL_FILE, INFO_FILE):
         if not tf.io.gfile.exists(os.path.join(FLAGS.model_dir, name)):
-            cli.fail(f"--model_dir={FLAGS.model_dir} has no {name} (is it the --output_dir of a "
-                     "finished run_classifier.py or run_token_classifier.py?)")
+            cli.fail(
+                f"--model_dir={FLAGS.model_dir} has no {name} (is it the --output_dir of a "
+                "finished run_classifier.py or run_token_classifier.py?)"
+            )
     try:
         info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
     except ValueError as e:  # not valid JSON: names the file and line
         cli.fail(str(e))
     task = task_from_description(info["task"])
     if task.kind not in ("classification", "token_classification"):
-        cli.fail(f"--model_dir={FLAGS.model_dir} holds a {task.kind!r} model; LiteRT export "
-                 "supports classification and token_classification")
+        cli.fail(
+            f"--model_dir={FLAGS.model_dir} holds a {task.kind!r} model; LiteRT export "
+            "supports classification and token_classification"
+        )
     task.load(["train", "dev"])
     model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
     return model, task
@@ -80,9 +87,14 @@ def main(argv):
 
     model, task = _load()
     report = litert.export_finetuned(
-        model, task, FLAGS.output_dir, variants, seq_length=FLAGS.max_seq_length,
+        model,
+        task,
+        FLAGS.output_dir,
+        variants,
+        seq_length=FLAGS.max_seq_length,
         num_representative=FLAGS.num_representative,
-        max_eval_examples=FLAGS.max_eval_examples or None)
+        max_eval_examples=FLAGS.max_eval_examples or None,
+    )
     print(litert.format_report(report))
     print(f"report: {os.path.join(FLAGS.output_dir, 'litert_report.json')}")
 

@@ -10,6 +10,7 @@ A pretrained backbone for embeddings (a directory written by albert_tf.save):
 
 Run it in its own process (not inside a TPU job): the model is rebuilt under float32.
 """
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
@@ -24,14 +25,23 @@ flags.DEFINE_string("model_dir", None, "Fine-tuning output dir (model.keras, fin
 flags.DEFINE_string("pretrained_dir", None, "Pretrained model dir: export the backbone (encode).")
 flags.DEFINE_string("export_dir", None, "Base directory; versions are integer subdirectories.")
 flags.DEFINE_integer("version", None, "Version number (default: highest existing + 1).")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model (backbone export; default: the "
-                    "pretrained dir's spm.model).")
+flags.DEFINE_string(
+    "spm_model_file",
+    None,
+    "SentencePiece model (backbone export; default: the pretrained dir's spm.model).",
+)
 flags.DEFINE_bool("do_lower_case", True, "Lowercase (backbone export).")
-flags.DEFINE_integer("max_seq_length", None, "Serving sequence length (default: the training one; "
-                     "128 for a backbone).")
+flags.DEFINE_integer(
+    "max_seq_length",
+    None,
+    "Serving sequence length (default: the training one; 128 for a backbone).",
+)
 flags.DEFINE_bool("pair", False, "Backbone export: encode takes text and text_pair.")
-flags.DEFINE_bool("dynamic_padding", True, "Backbone export: pad each request batch to its "
-                  "longest text (fine-tuned models always do).")
+flags.DEFINE_bool(
+    "dynamic_padding",
+    True,
+    "Backbone export: pad each request batch to its longest text (fine-tuned models always do).",
+)
 flags.DEFINE_enum("warmup", "auto", ["auto", "true", "false"], "Write TF Serving warmup requests.")
 
 flags.mark_flag_as_required("export_dir")
@@ -47,13 +57,20 @@ def _export_finetuned(write_warmup):
 
     for name in (MODEL_FILE, INFO_FILE):
         if not tf.io.gfile.exists(os.path.join(FLAGS.model_dir, name)):
-            cli.fail(f"--model_dir={FLAGS.model_dir} has no {name} (is it the --output_dir of a "
-                     "finished run_*.py fine-tuning script?)")
+            cli.fail(
+                f"--model_dir={FLAGS.model_dir} has no {name} (is it the --output_dir of a "
+                "finished run_*.py fine-tuning script?)"
+            )
     info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
     task = task_from_description(info["task"])
     model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
-    return task.export(model, FLAGS.export_dir, version=FLAGS.version,
-                       seq_length=FLAGS.max_seq_length, write_warmup=write_warmup)
+    return task.export(
+        model,
+        FLAGS.export_dir,
+        version=FLAGS.version,
+        seq_length=FLAGS.max_seq_length,
+        write_warmup=write_warmup,
+    )
 
 
 def _export_backbone(write_warmup):
@@ -64,11 +81,18 @@ def _export_backbone(write_warmup):
     spm = FLAGS.spm_model_file or io.spm_model_path(FLAGS.pretrained_dir)
     if spm is None:
         cli.fail("--spm_model_file is required: the pretrained dir has no spm.model")
-    preprocessor = AlbertPreprocessor(spm, lower_case=FLAGS.do_lower_case,
-                                      seq_length=FLAGS.max_seq_length or 128)
-    return export_backbone(io.load_backbone(FLAGS.pretrained_dir), preprocessor,
-                           FLAGS.export_dir, pair=FLAGS.pair, version=FLAGS.version,
-                           dynamic_padding=FLAGS.dynamic_padding, write_warmup=write_warmup)
+    preprocessor = AlbertPreprocessor(
+        spm, lower_case=FLAGS.do_lower_case, seq_length=FLAGS.max_seq_length or 128
+    )
+    return export_backbone(
+        io.load_backbone(FLAGS.pretrained_dir),
+        preprocessor,
+        FLAGS.export_dir,
+        pair=FLAGS.pair,
+        version=FLAGS.version,
+        dynamic_padding=FLAGS.dynamic_padding,
+        write_warmup=write_warmup,
+    )
 
 
 def main(argv):

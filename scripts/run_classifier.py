@@ -23,7 +23,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see 
 
 from albert_tf import cli  # noqa: E402
 from albert_tf.finetune.classification import (  # noqa: E402
-    ClassificationData, SentenceClassificationTask)
+    ClassificationData,
+    SentenceClassificationTask,
+)
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
 
 define_finetune_flags(ClassificationData)

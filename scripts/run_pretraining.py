@@ -11,6 +11,7 @@ newest checkpoint in --output_dir. Examples:
   python scripts/run_pretraining.py --flagfile=flags/pretrain_albert_base_v2.flags \
       --input_file=gs://bucket/data/train-* --output_dir=gs://bucket/albert_base --tpu=local
 """
+
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -36,9 +37,13 @@ def main(argv):
     del argv  # cli.run refuses positional arguments
     params = params_from_flags()
     result = runner.run_pretraining(params)  # errors and exit codes: albert_tf.cli
-    logging.info("Done at step %d. Checkpoints: %s  TensorBoard: %s%s", result["global_step"],
-                 os.path.dirname(result["checkpoint"] or params.output_dir), result["summaries"],
-                 f"  Export: {result['export']}" if "export" in result else "")
+    logging.info(
+        "Done at step %d. Checkpoints: %s  TensorBoard: %s%s",
+        result["global_step"],
+        os.path.dirname(result["checkpoint"] or params.output_dir),
+        result["summaries"],
+        f"  Export: {result['export']}" if "export" in result else "",
+    )
 
 
 if __name__ == "__main__":

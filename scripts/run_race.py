@@ -20,8 +20,8 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
 from albert_tf import cli  # noqa: E402
-from albert_tf.finetune.race import RaceData, RaceTask  # noqa: E402
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+from albert_tf.finetune.race import RaceData, RaceTask  # noqa: E402
 
 define_finetune_flags(RaceData)
 

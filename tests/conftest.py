@@ -3,6 +3,7 @@
 Each area of the package has its own test folder (tests/model, tests/text, ...) with its own
 conftest.py for fixtures only it needs.
 """
+
 import ast
 import os
 import pathlib
@@ -14,8 +15,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 
-_STDLIB_MODULES = ("argparse", "collections/__init__", "dataclasses", "json/__init__", "logging/__init__",
-                   "pathlib", "shutil", "subprocess", "tarfile", "textwrap", "typing", "zipfile")
+_STDLIB_MODULES = (
+    "argparse",
+    "collections/__init__",
+    "dataclasses",
+    "json/__init__",
+    "logging/__init__",
+    "pathlib",
+    "shutil",
+    "subprocess",
+    "tarfile",
+    "textwrap",
+    "typing",
+    "zipfile",
+)
 
 
 def _stdlib_documents():
@@ -52,7 +65,17 @@ def spm_model_file(corpus_file, tmp_path_factory):
 
     prefix = tmp_path_factory.mktemp("spm") / "tiny"
     spm.SentencePieceTrainer.train(
-        input=corpus_file, model_prefix=str(prefix), vocab_size=1000, model_type="unigram",
-        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-        character_coverage=0.99995, normalization_rule_name="nmt_nfkc", minloglevel=2)
+        input=corpus_file,
+        model_prefix=str(prefix),
+        vocab_size=1000,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        character_coverage=0.99995,
+        normalization_rule_name="nmt_nfkc",
+        minloglevel=2,
+    )
     return f"{prefix}.model"

@@ -31,6 +31,7 @@ second call must return the same. Then the checks, by name as in `Report.checks`
 
 A check is skipped only with a stated reason: `skip={"symbolic": "why"}`.
 """
+
 import contextlib
 import dataclasses
 import json
@@ -68,10 +69,21 @@ def global_dtype_policy(name):
         keras.mixed_precision.set_global_policy(previous)
 
 
-def run_layer_test(cls, init_kwargs, input_data, expected_output_shape=None, *,
-                   expected_output_dtype=None, mixed_output_dtype=None, call_kwargs=None,
-                   call_fn=None, stored_differently=None, skip=None, atol=1e-6,
-                   mixed_tolerance=0.05):
+def run_layer_test(
+    cls,
+    init_kwargs,
+    input_data,
+    expected_output_shape=None,
+    *,
+    expected_output_dtype=None,
+    mixed_output_dtype=None,
+    call_kwargs=None,
+    call_fn=None,
+    stored_differently=None,
+    skip=None,
+    atol=1e-6,
+    mixed_tolerance=0.05,
+):
     """Runs the layer checks (see the module doc) on `cls`; returns a `Report`.
 
     Args:
@@ -93,16 +105,40 @@ def run_layer_test(cls, init_kwargs, input_data, expected_output_shape=None, *,
         mixed_tolerance: bfloat16 outputs may differ from float32 ones by this times
             max(1, max |float32 output|).
     """
-    harness = _Harness(cls, init_kwargs, input_data, expected_output_shape,
-                       expected_output_dtype, mixed_output_dtype, call_kwargs, call_fn, skip,
-                       atol, mixed_tolerance, LAYER_CHECKS, stored_differently=stored_differently)
+    harness = _Harness(
+        cls,
+        init_kwargs,
+        input_data,
+        expected_output_shape,
+        expected_output_dtype,
+        mixed_output_dtype,
+        call_kwargs,
+        call_fn,
+        skip,
+        atol,
+        mixed_tolerance,
+        LAYER_CHECKS,
+        stored_differently=stored_differently,
+    )
     return harness.run()
 
 
-def run_model_test(cls, init_kwargs, input_data, expected_output_shape=None, *,
-                   expected_output_dtype=None, mixed_output_dtype=None, fit_data=None,
-                   compile_kwargs=None, unused_variables=(), call_kwargs=None, skip=None,
-                   atol=1e-6, mixed_tolerance=0.05):
+def run_model_test(
+    cls,
+    init_kwargs,
+    input_data,
+    expected_output_shape=None,
+    *,
+    expected_output_dtype=None,
+    mixed_output_dtype=None,
+    fit_data=None,
+    compile_kwargs=None,
+    unused_variables=(),
+    call_kwargs=None,
+    skip=None,
+    atol=1e-6,
+    mixed_tolerance=0.05,
+):
     """`run_layer_test` for a keras.Model, plus "predict" and "fit" (see the module doc).
 
     fit_data: (x, y) for one `fit` step with batch size len(y); compile_kwargs: the arguments
@@ -114,10 +150,23 @@ def run_model_test(cls, init_kwargs, input_data, expected_output_shape=None, *,
     skip = dict(skip or {})
     if fit_data is None and "fit" not in skip:
         raise ValueError("run_model_test: pass fit_data or skip={'fit': reason}")
-    harness = _Harness(cls, init_kwargs, input_data, expected_output_shape,
-                       expected_output_dtype, mixed_output_dtype, call_kwargs, None, skip, atol,
-                       mixed_tolerance, MODEL_CHECKS, fit_data=fit_data,
-                       compile_kwargs=compile_kwargs, unused_variables=unused_variables)
+    harness = _Harness(
+        cls,
+        init_kwargs,
+        input_data,
+        expected_output_shape,
+        expected_output_dtype,
+        mixed_output_dtype,
+        call_kwargs,
+        None,
+        skip,
+        atol,
+        mixed_tolerance,
+        MODEL_CHECKS,
+        fit_data=fit_data,
+        compile_kwargs=compile_kwargs,
+        unused_variables=unused_variables,
+    )
     return harness.run()
 
 
@@ -170,15 +219,21 @@ def _is_float(array):
 def assert_outputs_close(actual, expected, atol, what):
     """Same output paths, shapes and dtypes; values within atol (integers and strings equal)."""
     actual, expected = _arrays(actual), _arrays(expected)
-    assert sorted(actual) == sorted(expected), f"{what}: outputs {sorted(actual)} != " \
-                                               f"{sorted(expected)}"
+    assert sorted(actual) == sorted(expected), (
+        f"{what}: outputs {sorted(actual)} != {sorted(expected)}"
+    )
     for path in expected:
         a, b = actual[path], expected[path]
         assert a.shape == b.shape, f"{what}: {path!r} has shape {a.shape}, expected {b.shape}"
         assert a.dtype == b.dtype, f"{what}: {path!r} has dtype {a.dtype}, expected {b.dtype}"
         if _is_float(b):
-            np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=0,
-                                       atol=atol, err_msg=f"{what}: {path!r}")
+            np.testing.assert_allclose(
+                a.astype(np.float64),
+                b.astype(np.float64),
+                rtol=0,
+                atol=atol,
+                err_msg=f"{what}: {path!r}",
+            )
         else:
             np.testing.assert_array_equal(a, b, err_msg=f"{what}: {path!r}")
 
@@ -190,25 +245,31 @@ def _variables(obj):
 def _assert_same_weights(actual, expected, what):
     assert _variables(actual) == _variables(expected), f"{what}: variables differ"
     for a, b in zip(actual.weights, expected.weights):
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(a),
-                                      keras.ops.convert_to_numpy(b), err_msg=f"{what}: {a.path}")
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(a),
+            keras.ops.convert_to_numpy(b),
+            err_msg=f"{what}: {a.path}",
+        )
 
 
 def _string_like(value):
     return (isinstance(value, (tf.Tensor, tf.RaggedTensor)) and value.dtype == tf.string) or (
-        isinstance(value, np.ndarray) and value.dtype.kind in "OSU")
+        isinstance(value, np.ndarray) and value.dtype.kind in "OSU"
+    )
 
 
 def _symbolic(value, batch_agnostic, name=None):
     """A KerasTensor (or keras.Input when batch_agnostic) shaped and typed like `value`."""
     ragged = isinstance(value, tf.RaggedTensor)
-    dtype = "string" if _string_like(value) else _dtype_name(
-        value if ragged or isinstance(value, tf.Tensor) else np.asarray(value))
+    dtype = (
+        "string"
+        if _string_like(value)
+        else _dtype_name(value if ragged or isinstance(value, tf.Tensor) else np.asarray(value))
+    )
     shape = tuple(value.shape) if ragged or isinstance(value, tf.Tensor) else np.shape(value)
     shape = tuple(None if d is None else int(d) for d in shape)
     if batch_agnostic:
-        return keras.Input(batch_shape=(None,) + shape[1:], dtype=dtype, ragged=ragged,
-                           name=name)
+        return keras.Input(batch_shape=(None,) + shape[1:], dtype=dtype, ragged=ragged, name=name)
     return keras.KerasTensor(shape, dtype=dtype, ragged=ragged)
 
 
@@ -228,10 +289,25 @@ def _batch_size(structure):
 
 # ------------------------------------------------------------------------------------- harness
 class _Harness:
-    def __init__(self, cls, init_kwargs, input_data, expected_output_shape,
-                 expected_output_dtype, mixed_output_dtype, call_kwargs, call_fn, skip, atol,
-                 mixed_tolerance, known_checks, fit_data=None, compile_kwargs=None,
-                 unused_variables=(), stored_differently=None):
+    def __init__(
+        self,
+        cls,
+        init_kwargs,
+        input_data,
+        expected_output_shape,
+        expected_output_dtype,
+        mixed_output_dtype,
+        call_kwargs,
+        call_fn,
+        skip,
+        atol,
+        mixed_tolerance,
+        known_checks,
+        fit_data=None,
+        compile_kwargs=None,
+        unused_variables=(),
+        stored_differently=None,
+    ):
         self.cls = cls
         self.init_kwargs = init_kwargs
         self.args = list(input_data) if isinstance(input_data, tuple) else [input_data]
@@ -272,11 +348,15 @@ class _Harness:
     def check_shapes(self, outputs, what, batch_agnostic=False):
         if self.expected_shape is None:
             return
-        expected = _per_output(self.expected_shape, outputs, what) if isinstance(
-            self.expected_shape, dict) else {"": self.expected_shape}
+        expected = (
+            _per_output(self.expected_shape, outputs, what)
+            if isinstance(self.expected_shape, dict)
+            else {"": self.expected_shape}
+        )
         actual = _leaves(outputs)
-        assert sorted(actual) == sorted(expected), f"{what}: outputs {sorted(actual)}, " \
-                                                   f"expected {sorted(expected)}"
+        assert sorted(actual) == sorted(expected), (
+            f"{what}: outputs {sorted(actual)}, expected {sorted(expected)}"
+        )
         for path, shape in expected.items():
             got = tuple(actual[path].shape)
             want = tuple(shape)
@@ -284,7 +364,8 @@ class _Harness:
                 want = (None,) + want[1:]
             # None in `want` accepts any size; with batch_agnostic, None in `got` matches too.
             ok = len(got) == len(want) and all(
-                w is None or g == w or (batch_agnostic and g is None) for g, w in zip(got, want))
+                w is None or g == w or (batch_agnostic and g is None) for g, w in zip(got, want)
+            )
             assert ok, f"{what}: output {path!r} has shape {got}, expected {want}"
 
     def check_dtypes(self, outputs, expected, what):
@@ -320,16 +401,19 @@ class _Harness:
             if key in self.stored_differently or isinstance(value, keras.layers.Layer):
                 continue
             assert key in config, f"{self.name}.get_config() lacks the argument {key!r}"
-            assert _plain(config[key]) == _plain(value), \
+            assert _plain(config[key]) == _plain(value), (
                 f"{self.name}.get_config()[{key!r}] is {config[key]!r}, constructed with {value!r}"
+            )
         serialized = json.loads(json.dumps(keras.saving.serialize_keras_object(reference)))
-        for how, clone in (("from_config", self.cls.from_config(config)),
-                           ("deserialize_keras_object",
-                            keras.saving.deserialize_keras_object(serialized))):
+        for how, clone in (
+            ("from_config", self.cls.from_config(config)),
+            ("deserialize_keras_object", keras.saving.deserialize_keras_object(serialized)),
+        ):
             what = f"{self.name} {how}"
             assert type(clone) is self.cls, f"{what}: got {type(clone).__name__}"
-            assert clone.get_config() == config, f"{what}: configs differ:\n" \
-                                                 f"{clone.get_config()}\n{config}"
+            assert clone.get_config() == config, (
+                f"{what}: configs differ:\n{clone.get_config()}\n{config}"
+            )
             self.call(clone)  # builds it
             assert _variables(clone) == _variables(reference), f"{what}: variables differ"
             clone.set_weights(reference.get_weights())
@@ -346,9 +430,12 @@ class _Harness:
     def check_mixed_precision(self, reference, outputs):
         what = f"{self.name} under {MIXED}"
         if not callable(self.init_kwargs) and any(
-                isinstance(v, keras.layers.Layer) for v in self.init_kwargs.values()):
-            raise ValueError(f"{what}: init_kwargs holds layers built under float32; pass a "
-                             "function returning init_kwargs")
+            isinstance(v, keras.layers.Layer) for v in self.init_kwargs.values()
+        ):
+            raise ValueError(
+                f"{what}: init_kwargs holds layers built under float32; pass a "
+                "function returning init_kwargs"
+            )
         with global_dtype_policy(MIXED):
             mixed = self.make()
             self.call(mixed)  # builds it
@@ -357,8 +444,11 @@ class _Harness:
             config = mixed.get_config()
         assert mixed.dtype_policy.name == MIXED, f"{what}: policy {mixed.dtype_policy.name}"
         assert mixed.compute_dtype == "bfloat16", f"{what}: computes in {mixed.compute_dtype}"
-        wrong = [(v.path, v.dtype) for v in mixed.weights
-                 if v.dtype in _FLOAT_DTYPES and v.dtype != "float32"]
+        wrong = [
+            (v.path, v.dtype)
+            for v in mixed.weights
+            if v.dtype in _FLOAT_DTYPES and v.dtype != "float32"
+        ]
         assert not wrong, f"{what}: variables must stay float32: {wrong}"
         self.check_shapes(mixed_outputs, what)
         self.check_dtypes(mixed_outputs, self.mixed_dtype, what)
@@ -370,13 +460,15 @@ class _Harness:
                 assert np.isfinite(value).all(), f"{what}: {path!r} is not finite"
                 scale = max(1.0, float(np.abs(want[path]).max(initial=0.0)))
                 error = float(np.abs(value - want[path]).max(initial=0.0))
-                assert error <= self.mixed_tolerance * scale, \
+                assert error <= self.mixed_tolerance * scale, (
                     f"{what}: {path!r} differs from float32 by {error} (scale {scale})"
+                )
             else:
                 np.testing.assert_array_equal(value, want[path], err_msg=f"{what}: {path!r}")
         rebuilt = self.cls.from_config(config)  # under the restored (float32) policy
-        assert rebuilt.dtype_policy.name == MIXED, \
+        assert rebuilt.dtype_policy.name == MIXED, (
             f"{what}: from_config lost the policy ({rebuilt.dtype_policy.name})"
+        )
 
     def check_symbolic(self, reference, outputs):
         what = f"{self.name} symbolic call"
@@ -384,8 +476,9 @@ class _Harness:
         specs = _symbolic_inputs(self.args, batch_agnostic=False)
         symbolic = self.call(fresh, specs)
         for path, value in _leaves(symbolic).items():
-            assert isinstance(value, keras.KerasTensor), \
+            assert isinstance(value, keras.KerasTensor), (
                 f"{what}: output {path!r} is a {type(value).__name__}, not a KerasTensor"
+            )
         self.check_shapes(symbolic, what)
         self.check_dtypes(symbolic, self.expected_dtype, what)
         inputs = _symbolic_inputs(self.args, batch_agnostic=True)
@@ -394,15 +487,15 @@ class _Harness:
         functional = keras.Model(inputs[0] if len(inputs) == 1 else inputs, symbolic)
         data = self.args[0] if len(self.args) == 1 else self.args
         # Graph execution may round differently from eager execution.
-        assert_outputs_close(functional(data), outputs, GRAPH_TOLERANCE,
-                             f"{self.name} in a functional model")
+        assert_outputs_close(
+            functional(data), outputs, GRAPH_TOLERANCE, f"{self.name} in a functional model"
+        )
 
     def check_predict(self, reference, outputs):
         batch = _batch_size(self.args[0])
         predicted = reference.predict(self.args[0], batch_size=batch, verbose=0)
         outputs = keras.tree.map_structure(keras.ops.convert_to_numpy, outputs)
-        assert_outputs_close(predicted, outputs, GRAPH_TOLERANCE,
-                             f"{self.name} predict")
+        assert_outputs_close(predicted, outputs, GRAPH_TOLERANCE, f"{self.name} predict")
 
     def check_fit(self, reference, outputs):
         what = f"{self.name} fit"
@@ -415,10 +508,12 @@ class _Harness:
         loss = history.history["loss"][0]
         assert np.isfinite(loss), f"{what}: loss {loss}"
         assert int(model.optimizer.iterations) == 1, f"{what}: {model.optimizer.iterations} steps"
-        unchanged = [v.path for v in model.trainable_variables
-                     if np.array_equal(v.numpy(), before[v.path])]
-        assert sorted(unchanged) == self.unused_variables, \
+        unchanged = [
+            v.path for v in model.trainable_variables if np.array_equal(v.numpy(), before[v.path])
+        ]
+        assert sorted(unchanged) == self.unused_variables, (
             f"{what}: one step left {unchanged} unchanged, expected {self.unused_variables}"
+        )
         loaded = _save_and_load(model)
         what = f"{self.name} .keras save/load after fit"
         assert int(loaded.optimizer.iterations) == 1, f"{what}: optimizer step lost"
@@ -428,8 +523,9 @@ class _Harness:
         got = loaded.evaluate(x, y, batch_size=batch, verbose=0, return_dict=True)
         assert sorted(got) == sorted(expected), f"{what}: metrics {sorted(got)}"
         for name in expected:
-            np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{what}: evaluate {name}")
+            np.testing.assert_allclose(
+                got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=f"{what}: evaluate {name}"
+            )
 
 
 def randomize_weights(obj, seed=0):

@@ -29,6 +29,7 @@ Directives, HTML comments on the lines right above a fence (GitHub does not show
                                           ALBERT_TF_SLOW_DOCS=1, to keep this test near 90 s
 A failure names the document and the line of the block.
 """
+
 import dataclasses
 import json
 import os
@@ -55,25 +56,69 @@ TIMEOUT = 300
 # Tiny overrides for the commands that train for real (appended, so they win over the doc's).
 # `--export_dir=` skips the SavedModel export (7 s each; docs/finetune.md's Python flow exports).
 TINY_FLAGS = {
-    "data": ["--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1",
-             "--num_output_shards=2", "--num_workers=1"],
-    "pretrain": ["--preset=", "--albert_config_file=tiny/albert_config.json",
-                 "--train_batch_size=8", "--eval_batch_size=8", "--num_train_steps=2",
-                 "--num_warmup_steps=1", "--steps_per_loop=1", "--save_checkpoints_steps=2",
-                 "--eval_every_steps=0", "--max_eval_steps=2", "--nojit_compile"],
-    "finetune": ["--max_seq_length=32", "--train_batch_size=4", "--eval_batch_size=16",
-                 "--num_train_steps=2", "--warmup_steps=0", "--save_checkpoints_steps=2",
-                 "--verbose=0", "--export_dir="],
-    "squad": ["--max_seq_length=64", "--doc_stride=32", "--max_query_length=16",
-              "--train_batch_size=4", "--eval_batch_size=16", "--num_train_steps=2",
-              "--warmup_steps=0", "--save_checkpoints_steps=2", "--verbose=0",
-              "--feature_cache_dir=squad_cache"],
-    "benchmark_serving": ["--preset=albert_tiny", "--fixed_length=64", "--latency_reps=2",
-                          "--throughput_batches=1", "--train_seq_length=32",
-                          "--train_batch_size=4", "--train_steps=1", "--work_dir=benchmark"],
-    "race": ["--max_seq_length=64", "--max_qa_length=24", "--train_batch_size=2",
-             "--eval_batch_size=8", "--num_train_steps=2", "--warmup_steps=0",
-             "--save_checkpoints_steps=2", "--verbose=0", "--export_dir="],
+    "data": [
+        "--max_seq_length=64",
+        "--max_predictions_per_seq=10",
+        "--dupe_factor=1",
+        "--num_output_shards=2",
+        "--num_workers=1",
+    ],
+    "pretrain": [
+        "--preset=",
+        "--albert_config_file=tiny/albert_config.json",
+        "--train_batch_size=8",
+        "--eval_batch_size=8",
+        "--num_train_steps=2",
+        "--num_warmup_steps=1",
+        "--steps_per_loop=1",
+        "--save_checkpoints_steps=2",
+        "--eval_every_steps=0",
+        "--max_eval_steps=2",
+        "--nojit_compile",
+    ],
+    "finetune": [
+        "--max_seq_length=32",
+        "--train_batch_size=4",
+        "--eval_batch_size=16",
+        "--num_train_steps=2",
+        "--warmup_steps=0",
+        "--save_checkpoints_steps=2",
+        "--verbose=0",
+        "--export_dir=",
+    ],
+    "squad": [
+        "--max_seq_length=64",
+        "--doc_stride=32",
+        "--max_query_length=16",
+        "--train_batch_size=4",
+        "--eval_batch_size=16",
+        "--num_train_steps=2",
+        "--warmup_steps=0",
+        "--save_checkpoints_steps=2",
+        "--verbose=0",
+        "--feature_cache_dir=squad_cache",
+    ],
+    "benchmark_serving": [
+        "--preset=albert_tiny",
+        "--fixed_length=64",
+        "--latency_reps=2",
+        "--throughput_batches=1",
+        "--train_seq_length=32",
+        "--train_batch_size=4",
+        "--train_steps=1",
+        "--work_dir=benchmark",
+    ],
+    "race": [
+        "--max_seq_length=64",
+        "--max_qa_length=24",
+        "--train_batch_size=2",
+        "--eval_batch_size=8",
+        "--num_train_steps=2",
+        "--warmup_steps=0",
+        "--save_checkpoints_steps=2",
+        "--verbose=0",
+        "--export_dir=",
+    ],
 }
 
 
@@ -107,7 +152,7 @@ def blocks(document):
         i += 1
         body = []
         while i < len(lines) and lines[i].strip() != "```":
-            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+            body.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i])
             i += 1
         if i == len(lines):
             raise AssertionError(f"{document}:{start + 1}: the fence is never closed")
@@ -163,11 +208,14 @@ def _write_glue_and_csv(root, sentences):
     mrpc.mkdir(parents=True)
     for split, part in (("train", sentences[:48]), ("dev", sentences[48:72])):
         rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
-        rows += [f"{i % 2}\t{i}\t{i + 1}\t{a}\t{b}" for i, (a, b) in
-                 enumerate(zip(part[::2], part[1::2]))]
+        rows += [
+            f"{i % 2}\t{i}\t{i + 1}\t{a}\t{b}"
+            for i, (a, b) in enumerate(zip(part[::2], part[1::2]))
+        ]
         (mrpc / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-        rows = ["review,stars"] + [f'"{s.replace(chr(34), "")}",{1 + i % 3}'
-                                   for i, s in enumerate(part)]
+        rows = ["review,stars"] + [
+            f'"{s.replace(chr(34), "")}",{1 + i % 3}' for i, s in enumerate(part)
+        ]
         (root / f"{split}.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
 
 
@@ -184,7 +232,7 @@ def _write_race(root, documents):
                 others = [d[0] for d in documents[8:11]]
                 articles.append(" ".join(document))
                 record["questions"].append("Which sentence is in the passage?")
-                record["options"].append(others[:n % 4] + [document[0]] + others[n % 4:])
+                record["options"].append(others[: n % 4] + [document[0]] + others[n % 4 :])
                 record["answers"].append("ABCD"[n % 4])
             record["article"] = " ".join(articles)
             (directory / "1.txt").write_text(json.dumps(record), encoding="utf-8")
@@ -198,16 +246,27 @@ def _write_checkpoints(root, corpus_file):
     shutil.copytree(fixtures / "hf_shared_tanh", root / "albert-base-v2")
     original = root / "albert_base"
     original.mkdir()
-    shutil.copyfile(fixtures / "original_groups" / "albert_config.json",
-                    original / "albert_config.json")
+    shutil.copyfile(
+        fixtures / "original_groups" / "albert_config.json", original / "albert_config.json"
+    )
     for suffix in (".index", ".data-00000-of-00001"):
-        shutil.copyfile(fixtures / "original_groups" / f"model.ckpt-7{suffix}",
-                        original / f"model.ckpt-best{suffix}")
+        shutil.copyfile(
+            fixtures / "original_groups" / f"model.ckpt-7{suffix}",
+            original / f"model.ckpt-best{suffix}",
+        )
     vocab_size = json.loads((original / "albert_config.json").read_text())["vocab_size"]
     spm.SentencePieceTrainer.train(
-        input=corpus_file, model_prefix=str(original / "30k-clean"), vocab_size=vocab_size,
-        model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
+        input=corpus_file,
+        model_prefix=str(original / "30k-clean"),
+        vocab_size=vocab_size,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        minloglevel=2,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -231,11 +290,17 @@ def stand_ins(corpus_file, spm_model_file, tmp_path_factory):
     config.to_json_file(str(root / "tiny" / "albert_config.json"))
     for name, lines in TINY_FLAGS.items():
         (root / "tiny" / f"{name}.flags").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    albert_tf.save(AlbertPretrainer(AlbertModel(config)), str(root / "pretrained"),
-                   spm_model_file=spm_model_file)
+    albert_tf.save(
+        AlbertPretrainer(AlbertModel(config)),
+        str(root / "pretrained"),
+        spm_model_file=spm_model_file,
+    )
     shutil.copytree(root / "pretrained", root / "demo_output" / "pretrain" / "export")
-    documents = [d.split("\n") for d in
-                 pathlib.Path(corpus_file).read_text(encoding="utf-8").split("\n\n") if d.strip()]
+    documents = [
+        d.split("\n")
+        for d in pathlib.Path(corpus_file).read_text(encoding="utf-8").split("\n\n")
+        if d.strip()
+    ]
     _write_glue_and_csv(root, [s for d in documents for s in d])
     _write_race(root, documents)
     (root / "conll").mkdir()
@@ -243,8 +308,11 @@ def stand_ins(corpus_file, spm_model_file, tmp_path_factory):
     for split, name in (("train", "eng.train"), ("dev", "eng.testa"), ("test", "eng.testb")):
         (root / "conll" / name).write_text(conll_text(splits[split]), encoding="utf-8")
     (root / "squad").mkdir()
-    write_docstring_squad(str(root / "squad" / "train-v1.1.json"),
-                          str(root / "squad" / "dev-v1.1.json"), max_paragraphs=20)
+    write_docstring_squad(
+        str(root / "squad" / "train-v1.1.json"),
+        str(root / "squad" / "dev-v1.1.json"),
+        max_paragraphs=20,
+    )
     _write_checkpoints(root, corpus_file)
     interpreter = f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'
     for directory in (root / "bin", root / ".venv" / "bin"):
@@ -264,10 +332,19 @@ def pretraining_records(stand_ins, tmp_path_factory):
     root = tmp_path_factory.mktemp("docs_records")
     instance = InstanceConfig(max_seq_length=64, masking=MaskingConfig(max_predictions_per_seq=10))
     config = CreationConfig(instance=instance, dupe_factor=1)
-    create_pretraining_data(str(stand_ins / "corpus.txt"), str(root / "data" / "train"),
-                            str(stand_ins / "spm.model"), config=config, num_output_shards=2)
-    create_pretraining_data(str(stand_ins / "corpus.txt"), str(root / "data" / "heldout.tfrecord"),
-                            str(stand_ins / "spm.model"), config=config)
+    create_pretraining_data(
+        str(stand_ins / "corpus.txt"),
+        str(root / "data" / "train"),
+        str(stand_ins / "spm.model"),
+        config=config,
+        num_output_shards=2,
+    )
+    create_pretraining_data(
+        str(stand_ins / "corpus.txt"),
+        str(root / "data" / "heldout.tfrecord"),
+        str(stand_ins / "spm.model"),
+        config=config,
+    )
     return root / "data"
 
 
@@ -287,14 +364,28 @@ def _shell_script(block, source):
 
 
 def _run_shell(block, source, cwd):
-    env = dict(os.environ, PATH=f"{cwd / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-               PYTHONPATH=str(REPO), KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", _shell_script(block, source)],
-                            cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    env = dict(
+        os.environ,
+        PATH=f"{cwd / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        PYTHONPATH=str(REPO),
+        KERAS_BACKEND="tensorflow",
+        TF_CPP_MIN_LOG_LEVEL="2",
+    )
+    result = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", _shell_script(block, source)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     if result.returncode:
-        pytest.fail(f"{block}: the {block.language} block exited with {result.returncode}:\n"
-                    f"{source}\n--- stdout (tail) ---\n{result.stdout[-3000:]}\n"
-                    f"--- stderr (tail) ---\n{result.stderr[-6000:]}", pytrace=False)
+        pytest.fail(
+            f"{block}: the {block.language} block exited with {result.returncode}:\n"
+            f"{source}\n--- stdout (tail) ---\n{result.stdout[-3000:]}\n"
+            f"--- stderr (tail) ---\n{result.stderr[-6000:]}",
+            pytrace=False,
+        )
 
 
 def _run_python(block, source, namespace):
@@ -303,8 +394,7 @@ def _run_python(block, source, namespace):
     try:
         exec(code, namespace)  # noqa: S102 - the documentation's own example
     except Exception:  # noqa: BLE001 - reported with the document's line
-        pytest.fail(f"{block}: the python block failed:\n{traceback.format_exc()}",
-                    pytrace=False)
+        pytest.fail(f"{block}: the python block failed:\n{traceback.format_exc()}", pytrace=False)
 
 
 def test_every_fence_declares_a_known_language():
@@ -312,22 +402,30 @@ def test_every_fence_declares_a_known_language():
         for block in blocks(document):
             assert block.language, f"{block}: a fence needs a language (```text if not code)"
             assert block.language in PYTHON | SHELL | SHOWN, (
-                f"{block}: unknown language {block.language!r}; add it to PYTHON, SHELL or SHOWN")
+                f"{block}: unknown language {block.language!r}; add it to PYTHON, SHELL or SHOWN"
+            )
 
 
 def test_every_directive_belongs_to_a_block():
     for document in DOCUMENTS:
         attached = {b.line - 1 - k for b in blocks(document) for k in range(len(b.directives))}
         stray = [n for n in directive_lines(document) if n not in attached]
-        assert not stray, (f"{document}: lines {stray}: a `test:` directive must be right above "
-                           "a fence")
+        assert not stray, (
+            f"{document}: lines {stray}: a `test:` directive must be right above a fence"
+        )
 
 
 def test_directives_parse_and_apply(monkeypatch):
-    block = Block("x.md", 3, "bash", "python scripts/a.py --n=5 \\\n    --m=1  # note\nls\n",
-                  [("replace", '"--n=5" "--n=1"'), ("flags", "tiny/f.flags")])
-    assert prepared_source(block) == ("python scripts/a.py --n=1      --m=1 "
-                                      "--flagfile=tiny/f.flags  # note\nls\n")
+    block = Block(
+        "x.md",
+        3,
+        "bash",
+        "python scripts/a.py --n=5 \\\n    --m=1  # note\nls\n",
+        [("replace", '"--n=5" "--n=1"'), ("flags", "tiny/f.flags")],
+    )
+    assert prepared_source(block) == (
+        "python scripts/a.py --n=1      --m=1 --flagfile=tiny/f.flags  # note\nls\n"
+    )
     assert prepared_source(dataclasses.replace(block, directives=[("skip", "a TPU")])) is None
     slow = dataclasses.replace(block, directives=[("slow", ""), ("replace", '"--m=1" "--m=2"')])
     monkeypatch.delenv("ALBERT_TF_SLOW_DOCS", raising=False)

@@ -12,6 +12,7 @@ under it too, so they leave nothing in the repository or in /tmp. That directory
 `30k-clean.model`, the name of the released models' SentencePiece file: a tiny stand-in with
 the same special ids (<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4), so examples may tokenize.
 """
+
 import ast
 import doctest
 import importlib
@@ -67,14 +68,16 @@ def test_every_module_is_listed():
 @pytest.mark.parametrize("module_name", _module_names())
 def test_docstring_examples(module_name, doctest_directory):
     module = importlib.import_module(module_name)
-    tests = [t for t in doctest.DocTestFinder(exclude_empty=True).find(module, module_name)
-             if t.examples]
+    tests = [
+        t for t in doctest.DocTestFinder(exclude_empty=True).find(module, module_name) if t.examples
+    ]
     found = sum(len(t.examples) for t in tests)
     written = _example_lines_in_docstrings(pathlib.Path(module.__file__))
     assert found == written, (
         f"{module_name}: {written} docstring lines start with '>>>' but doctest collects "
         f"{found} examples; move examples into docstrings doctest finds (module, class, "
-        "function or method)")
+        "function or method)"
+    )
     report = []
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for test in tests:
@@ -83,5 +86,8 @@ def test_docstring_examples(module_name, doctest_directory):
                 compile(example.source, f"<{test.name} (skipped example)>", "single")
         runner.run(test, out=report.append)
     if runner.failures:
-        pytest.fail(f"{runner.failures} of {runner.tries} docstring examples of {module_name} "
-                    "failed:\n" + "".join(report), pytrace=False)
+        pytest.fail(
+            f"{runner.failures} of {runner.tries} docstring examples of {module_name} "
+            "failed:\n" + "".join(report),
+            pytrace=False,
+        )

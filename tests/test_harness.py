@@ -1,4 +1,5 @@
 """tests/harness.py catches the bugs it is meant to catch (on deliberately broken layers)."""
+
 import keras
 import numpy as np
 import pytest
@@ -45,8 +46,9 @@ class SavesNoWeights(Scale):
 @keras.saving.register_keras_serializable(package=PACKAGE)
 class Bfloat16Weights(Scale):
     def build(self, input_shape):
-        self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w",
-                                 dtype=self.compute_dtype)
+        self.w = self.add_weight(
+            shape=(input_shape[-1],), initializer="ones", name="w", dtype=self.compute_dtype
+        )
 
 
 @keras.saving.register_keras_serializable(package=PACKAGE)
@@ -62,9 +64,15 @@ class SharedOutputSpec(Scale):
 
 
 def _run(cls, expected_shape=(2, 3), **kwargs):
-    return run_layer_test(cls, dict(offset=0.5), X, expected_shape,
-                          expected_output_dtype="float32", mixed_output_dtype="bfloat16",
-                          **kwargs)
+    return run_layer_test(
+        cls,
+        dict(offset=0.5),
+        X,
+        expected_shape,
+        expected_output_dtype="float32",
+        mixed_output_dtype="bfloat16",
+        **kwargs,
+    )
 
 
 def test_a_correct_layer_passes():
@@ -90,8 +98,11 @@ def test_bfloat16_variables_fail_and_the_policy_is_restored():
 
 def test_a_shared_output_spec_fails_in_a_functional_model():
     with pytest.raises(AssertionError, match="in a functional model"):
-        _run(SharedOutputSpec, expected_shape={"a": (2, 3), "b": (2, 3)},
-             skip={"mixed_precision": OTHER})
+        _run(
+            SharedOutputSpec,
+            expected_shape={"a": (2, 3), "b": (2, 3)},
+            skip={"mixed_precision": OTHER},
+        )
 
 
 def test_skipping_needs_a_reason():

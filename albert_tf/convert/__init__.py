@@ -21,6 +21,7 @@ Fine-tuned original SQuAD checkpoints (run_squad_v1.py, run_squad_v2.py):
 Each converter is a flat table of (source name -> our variable, transform) in
 `albert_tf.convert.names`; `albert_tf.convert.weights` applies a table with full checks.
 """
+
 from albert_tf._lazy import lazy_attributes
 
 # Imported lazily, so that scripts can read the format names without loading TensorFlow.

@@ -13,6 +13,7 @@ backbone.weights.h5, optionally spm.model), so `AlbertClassifier.from_pretrained
 also start from it. Fine-tuned SQuAD heads (`AlbertQuestionAnswerer`, `AlbertSquadV2Model`) also
 convert to and from the original's TF1 checkpoints (run_squad_v1.py / run_squad_v2.py).
 """
+
 import os
 import shutil
 import tempfile
@@ -42,8 +43,7 @@ def load_head_model(path):
     import tensorflow as tf
 
     # Imported to register the head model classes for deserialization.
-    from albert_tf.models import classifier, multiple_choice  # noqa: F401
-    from albert_tf.models import question_answering, token_classifier  # noqa: F401
+    from albert_tf.models import classifier, multiple_choice, question_answering, token_classifier  # noqa: F401  # noqa: F401
     from albert_tf.models.head_model import AlbertHeadModel
 
     keras_file = head_model_file(path)
@@ -59,8 +59,10 @@ def load_head_model(path):
     finally:
         shutil.rmtree(local, ignore_errors=True)
     if not isinstance(model, AlbertHeadModel):
-        raise ValueError(f"{path}: {HEAD_MODEL_FILE} holds a {type(model).__name__}, not a "
-                         f"fine-tuned head model (AlbertHeadModel)")
+        raise ValueError(
+            f"{path}: {HEAD_MODEL_FILE} holds a {type(model).__name__}, not a "
+            f"fine-tuned head model (AlbertHeadModel)"
+        )
     return model
 
 
@@ -69,18 +71,26 @@ def save_head_model(model, directory, spm_model_file=None):
     directory written whole (`io.save`)."""
     from albert_tf.models import io
 
-    io.save(model.backbone, directory, spm_model_file=spm_model_file,
-            extra_files={HEAD_MODEL_FILE: model.save})
-    logging.info("Saved %s (%s and its backbone) to %s", type(model).__name__, HEAD_MODEL_FILE,
-                 directory)
+    io.save(
+        model.backbone,
+        directory,
+        spm_model_file=spm_model_file,
+        extra_files={HEAD_MODEL_FILE: model.save},
+    )
+    logging.info(
+        "Saved %s (%s and its backbone) to %s", type(model).__name__, HEAD_MODEL_FILE, directory
+    )
 
 
 def _is_huggingface_head(path, ignore_variables):
     """Whether `path` is an HF fine-tuned head to keep (its classifier is not ignored)."""
     import re
 
-    from albert_tf.convert.huggingface import (HEAD_ARCHITECTURES, head_weight,
-                                               huggingface_architecture)
+    from albert_tf.convert.huggingface import (
+        HEAD_ARCHITECTURES,
+        head_weight,
+        huggingface_architecture,
+    )
 
     architecture = huggingface_architecture(path)
     if architecture not in HEAD_ARCHITECTURES:
@@ -92,8 +102,11 @@ def _is_original_head(path, ignore_variables):
     """Whether the TF1 checkpoint at `path` holds a fine-tuned SQuAD head to keep."""
     import re
 
-    from albert_tf.convert.original import (read_original_checkpoint, resolve_checkpoint_prefix,
-                                            squad_head)
+    from albert_tf.convert.original import (
+        read_original_checkpoint,
+        resolve_checkpoint_prefix,
+        squad_head,
+    )
 
     checkpoint = read_original_checkpoint(resolve_checkpoint_prefix(path))
     return squad_head(checkpoint, [re.compile(p) for p in ignore_variables]) is not None
@@ -115,8 +128,10 @@ def read_model(source_format, path, config_file=None, ignore_variables=()):
             return head_model_from_original(path, config_file, ignore_variables=ignore_variables)
         return from_original(path, config_file, ignore_variables=ignore_variables)
     if config_file is not None:
-        raise ValueError(f"A config file is read from the {source_format} directory itself; "
-                         f"config_file applies to source_format='original' only")
+        raise ValueError(
+            f"A config file is read from the {source_format} directory itself; "
+            f"config_file applies to source_format='original' only"
+        )
     if source_format == "huggingface":
         if _is_huggingface_head(path, ignore_variables):
             return head_model_from_huggingface(path, ignore_variables=ignore_variables)
@@ -127,6 +142,7 @@ def read_model(source_format, path, config_file=None, ignore_variables=()):
         if head_model_file(path) is not None:
             return load_head_model(path)
         from albert_tf.models import io
+
         return io.load(path)
     raise ValueError(f"Unknown source format {source_format!r}; expected one of {SOURCE_FORMATS}")
 
@@ -140,8 +156,9 @@ def write_model(model, target_format, output_dir, spm_model_file=None):
     from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
 
     if target_format not in TARGET_FORMATS:
-        raise ValueError(f"Unknown target format {target_format!r}; expected one of "
-                         f"{TARGET_FORMATS}")
+        raise ValueError(
+            f"Unknown target format {target_format!r}; expected one of {TARGET_FORMATS}"
+        )
     if spm_model_file is not None and target_format != "albert_tf":
         raise ValueError("spm_model_file is stored with target_format='albert_tf' only")
     if isinstance(model, AlbertHeadModel):
@@ -152,11 +169,14 @@ def write_model(model, target_format, output_dir, spm_model_file=None):
         elif isinstance(model, (AlbertQuestionAnswerer, AlbertSquadV2Model)):
             head_model_to_original(model, output_dir)
         else:
-            raise ValueError(f"A fine-tuned {type(model).__name__} cannot be written as an "
-                             f"original TF1 checkpoint (pretraining models only); convert it to "
-                             f"albert_tf or huggingface")
+            raise ValueError(
+                f"A fine-tuned {type(model).__name__} cannot be written as an "
+                f"original TF1 checkpoint (pretraining models only); convert it to "
+                f"albert_tf or huggingface"
+            )
     elif target_format == "albert_tf":
         from albert_tf.models import io
+
         io.save(model, output_dir, spm_model_file=spm_model_file)
     elif target_format == "huggingface":
         to_huggingface(model, output_dir)
@@ -164,8 +184,15 @@ def write_model(model, target_format, output_dir, spm_model_file=None):
         to_original(model, output_dir)
 
 
-def convert_checkpoint(source_format, input_path, output_dir, target_format="albert_tf",
-                       config_file=None, spm_model_file=None, ignore_variables=()):
+def convert_checkpoint(
+    source_format,
+    input_path,
+    output_dir,
+    target_format="albert_tf",
+    config_file=None,
+    spm_model_file=None,
+    ignore_variables=(),
+):
     """Reads `input_path` in `source_format`, writes `output_dir` in `target_format`, returns the
     model (an AlbertPretrainer or a fine-tuned head model)."""
     if source_format == target_format:
@@ -174,9 +201,14 @@ def convert_checkpoint(source_format, input_path, output_dir, target_format="alb
     if spm_model_file is not None:
         from albert_tf.text.vocab_check import check_vocabulary_matches
 
-        check_vocabulary_matches(spm_model_file, model.backbone.config, flag="--spm_model_file",
-                                 model=config_file or input_path)
+        check_vocabulary_matches(
+            spm_model_file,
+            model.backbone.config,
+            flag="--spm_model_file",
+            model=config_file or input_path,
+        )
     write_model(model, target_format, output_dir, spm_model_file)
-    logging.info("Converted %s (%s) to %s (%s)", input_path, source_format, output_dir,
-                 target_format)
+    logging.info(
+        "Converted %s (%s) to %s (%s)", input_path, source_format, output_dir, target_format
+    )
     return model

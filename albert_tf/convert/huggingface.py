@@ -18,6 +18,7 @@ E != H. A checkpoint with E == H therefore converts only if that projection is t
 with zero bias (exactly what `to_huggingface` writes for such a model); any other E == H
 projection cannot be represented and is an error.
 """
+
 import os
 import re
 
@@ -26,32 +27,48 @@ import tensorflow as tf
 from absl import logging
 from safetensors import numpy as safetensors_numpy
 
-from albert_tf.config import AlbertConfig
 from albert_tf import files
+from albert_tf.config import AlbertConfig
 from albert_tf.convert import names
-from albert_tf.convert.weights import (Checkpoint, ConversionError, check_whole_block_sharing,
-                                       export_weights, load_weights, shared_groups)
+from albert_tf.convert.weights import (
+    Checkpoint,
+    ConversionError,
+    check_whole_block_sharing,
+    export_weights,
+    load_weights,
+    shared_groups,
+)
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 _PREFIX = "albert."
 _HEAD_PREFIXES = ("predictions.", "sop_classifier.")
-_PROJECTION = ("albert.encoder.embedding_hidden_mapping_in.weight",
-               "albert.encoder.embedding_hidden_mapping_in.bias")
+_PROJECTION = (
+    "albert.encoder.embedding_hidden_mapping_in.weight",
+    "albert.encoder.embedding_hidden_mapping_in.bias",
+)
 _WORD_TABLE = "albert.embeddings.word_embeddings.weight"
 # Written into exported config.json files besides the model's own fields.
-_EXPORT_EXTRAS = dict(model_type="albert", architectures=["AlbertForPreTraining"],
-                      position_embedding_type="absolute", classifier_dropout_prob=0.1,
-                      pad_token_id=0, bos_token_id=2, eos_token_id=3)
+_EXPORT_EXTRAS = dict(
+    model_type="albert",
+    architectures=["AlbertForPreTraining"],
+    position_embedding_type="absolute",
+    classifier_dropout_prob=0.1,
+    pad_token_id=0,
+    bos_token_id=2,
+    eos_token_id=3,
+)
 SEQUENCE_CLASSIFICATION = "AlbertForSequenceClassification"
 TOKEN_CLASSIFICATION = "AlbertForTokenClassification"
 QUESTION_ANSWERING = "AlbertForQuestionAnswering"
 MULTIPLE_CHOICE = "AlbertForMultipleChoice"
 # Each fine-tuned head architecture -> its name table.
-HEAD_TABLES = {SEQUENCE_CLASSIFICATION: names.HUGGINGFACE_CLASSIFIER,
-               TOKEN_CLASSIFICATION: names.HUGGINGFACE_CLASSIFIER,
-               QUESTION_ANSWERING: names.HUGGINGFACE_QUESTION_ANSWERING,
-               MULTIPLE_CHOICE: names.HUGGINGFACE_CLASSIFIER}
+HEAD_TABLES = {
+    SEQUENCE_CLASSIFICATION: names.HUGGINGFACE_CLASSIFIER,
+    TOKEN_CLASSIFICATION: names.HUGGINGFACE_CLASSIFIER,
+    QUESTION_ANSWERING: names.HUGGINGFACE_QUESTION_ANSWERING,
+    MULTIPLE_CHOICE: names.HUGGINGFACE_CLASSIFIER,
+}
 HEAD_ARCHITECTURES = tuple(HEAD_TABLES)
 _NO_POOLER = (TOKEN_CLASSIFICATION, QUESTION_ANSWERING)  # built with add_pooling_layer=False
 _POOLER = tuple(r.source for r in names.HUGGINGFACE_CLASSIFIER if r.part == "pooler")
@@ -60,8 +77,11 @@ DEFAULT_NUM_CHOICES = 4  # RACE; HF's config does not store it (our exports add 
 
 def head_weight(architecture):
     """The head's weight tensor of an HF head architecture, e.g. "classifier.weight"."""
-    return next(rule.source for rule in HEAD_TABLES[architecture]
-                if rule.part == "classifier" and rule.source.endswith(".weight"))
+    return next(
+        rule.source
+        for rule in HEAD_TABLES[architecture]
+        if rule.part == "classifier" and rule.source.endswith(".weight")
+    )
 
 
 def read_huggingface_config(path):
@@ -74,7 +94,8 @@ def read_huggingface_config(path):
     if position_type != "absolute":
         raise ConversionError(
             f"{path}: position_embedding_type {position_type!r} is not supported (only "
-            f"'absolute', as in every released ALBERT)")
+            f"'absolute', as in every released ALBERT)"
+        )
     check_whole_block_sharing(values, path)
     return AlbertConfig.from_dict(values, dialect="huggingface", source=path)
 
@@ -85,7 +106,8 @@ def _load_safetensors(path):
         present = sorted(tf.io.gfile.listdir(directory)) if tf.io.gfile.isdir(directory) else []
         raise FileNotFoundError(
             f"No {WEIGHTS_FILE} at {path} (found: {', '.join(present) or 'nothing'}); save the "
-            f"HF model with save_pretrained(..., safe_serialization=True)")
+            f"HF model with save_pretrained(..., safe_serialization=True)"
+        )
     with tf.io.gfile.GFile(path, "rb") as f:
         data = f.read()
     try:
@@ -94,7 +116,8 @@ def _load_safetensors(path):
         raise ConversionError(
             f"{path}: cannot read the tensors ({type(e).__name__}: {e}); only dtypes NumPy "
             f"knows (float32, float16) can be read, so save bfloat16 models as float32 "
-            f"(model.float().save_pretrained(...))") from None
+            f"(model.float().save_pretrained(...))"
+        ) from None
 
 
 def _normalize(tensors, path, config):
@@ -118,7 +141,8 @@ def _normalize(tensors, path, config):
             raise ConversionError(
                 f"{path}: predictions.decoder.weight differs from {display.get(_WORD_TABLE, _WORD_TABLE)}; "
                 f"albert_tf ties the MLM output matrix to the word table and cannot hold an "
-                f"untied decoder")
+                f"untied decoder"
+            )
     decoder_bias = renamed.pop("predictions.decoder.bias", None)
     if decoder_bias is not None:
         bias = renamed.setdefault("predictions.bias", decoder_bias)
@@ -126,20 +150,25 @@ def _normalize(tensors, path, config):
         if not np.array_equal(bias, decoder_bias):
             raise ConversionError(
                 f"{path}: predictions.decoder.bias differs from predictions.bias; they are one "
-                f"tied tensor in HF ALBERT")
+                f"tied tensor in HF ALBERT"
+            )
 
     if not config.has_embedding_projection and any(n in renamed for n in _PROJECTION):
         weight = renamed.get(_PROJECTION[0])
         bias = renamed.get(_PROJECTION[1])
-        identity = (weight is not None and bias is not None
-                    and np.array_equal(weight, np.eye(config.hidden_size, dtype=weight.dtype))
-                    and not np.any(bias))
+        identity = (
+            weight is not None
+            and bias is not None
+            and np.array_equal(weight, np.eye(config.hidden_size, dtype=weight.dtype))
+            and not np.any(bias)
+        )
         if not identity:
             raise ConversionError(
                 f"{path}: {display.get(_PROJECTION[0], _PROJECTION[0])} is a learned projection "
                 f"but embedding_size == hidden_size ({config.hidden_size}); albert_tf, like the "
                 f"original ALBERT, has no projection when E == H, so only an identity "
-                f"projection with zero bias can be converted")
+                f"projection with zero bias can be converted"
+            )
         logging.info("%s: dropping the identity embedding projection (E == H)", path)
         for name in _PROJECTION:
             renamed.pop(name)
@@ -179,16 +208,17 @@ def from_huggingface(directory, ignore_variables=()):
     checkpoint = read_huggingface_checkpoint(directory, config)
     ignored = _ignored(checkpoint, ignore_variables)
     architecture = huggingface_architecture(directory)
-    if architecture in HEAD_ARCHITECTURES and not _is_ignored(head_weight(architecture),
-                                                              ignored):
+    if architecture in HEAD_ARCHITECTURES and not _is_ignored(head_weight(architecture), ignored):
         layer = head_weight(architecture).split(".")[0]
         raise ConversionError(
             f"{directory} holds an {architecture} (a fine-tuned head); read it with "
             f"head_model_from_huggingface, or pass ignore_variables=[r'^{layer}\\.'] to take "
-            f"its backbone only")
+            f"its backbone only"
+        )
     pretrainer = AlbertPretrainer(AlbertModel(config))
-    load_weights(pretrainer, checkpoint, names.HUGGINGFACE, ignored=ignored,
-                 config_source=config_path)
+    load_weights(
+        pretrainer, checkpoint, names.HUGGINGFACE, ignored=ignored, config_source=config_path
+    )
     return pretrainer
 
 
@@ -196,8 +226,10 @@ def _ignored(checkpoint, ignore_variables):
     """The format's ignore list plus exact patterns for the names `ignore_variables` match."""
     patterns = [re.compile(p) for p in ignore_variables]
     return names.HUGGINGFACE_IGNORED + tuple(
-        re.compile("^" + re.escape(name) + "$") for name in checkpoint.shapes
-        if any(p.search(checkpoint.display(name)) for p in patterns))
+        re.compile("^" + re.escape(name) + "$")
+        for name in checkpoint.shapes
+        if any(p.search(checkpoint.display(name)) for p in patterns)
+    )
 
 
 def _is_ignored(name, ignored):
@@ -221,15 +253,18 @@ def _head_labels(values, path):
         try:
             by_id = {int(k): str(v) for k, v in id2label.items()}
         except ValueError:
-            raise ConversionError(f"{path}: id2label keys must be label ids (0, 1, ...), got "
-                                  f"{sorted(id2label)}") from None
+            raise ConversionError(
+                f"{path}: id2label keys must be label ids (0, 1, ...), got {sorted(id2label)}"
+            ) from None
         if sorted(by_id) != list(range(len(by_id))):
-            raise ConversionError(f"{path}: id2label has ids {sorted(by_id)}; expected 0 to "
-                                  f"{len(by_id) - 1}")
+            raise ConversionError(
+                f"{path}: id2label has ids {sorted(by_id)}; expected 0 to {len(by_id) - 1}"
+            )
         labels = [by_id[i] for i in range(len(by_id))]
         if num_labels is not None and num_labels != len(labels):
-            raise ConversionError(f"{path}: num_labels is {num_labels} but id2label names "
-                                  f"{len(labels)} labels")
+            raise ConversionError(
+                f"{path}: num_labels is {num_labels} but id2label names {len(labels)} labels"
+            )
         num_labels = len(labels)
     elif num_labels is None:
         num_labels = 2  # HF's default
@@ -288,16 +323,19 @@ def head_model_from_huggingface(directory, ignore_variables=(), num_choices=None
         raise ConversionError(
             f"{config_path}: architectures is {values.get('architectures')!r}; "
             f"head_model_from_huggingface reads {' or '.join(HEAD_ARCHITECTURES)} (use "
-            f"from_huggingface for AlbertModel, AlbertForMaskedLM and AlbertForPreTraining)")
-    cls, arguments, (width, meaning) = _head_arguments(architecture, values, config_path,
-                                                       num_choices)
+            f"from_huggingface for AlbertModel, AlbertForMaskedLM and AlbertForPreTraining)"
+        )
+    cls, arguments, (width, meaning) = _head_arguments(
+        architecture, values, config_path, num_choices
+    )
 
     checkpoint = read_huggingface_checkpoint(directory, config)
     weight = head_weight(architecture)
     stored = checkpoint.shapes.get(weight)
     if stored is not None and len(stored) == 2 and stored[0] != width:
-        raise ConversionError(f"{checkpoint.location}: {weight} has shape {list(stored)}, i.e. "
-                              f"{stored[0]} {meaning}")
+        raise ConversionError(
+            f"{checkpoint.location}: {weight} has shape {list(stored)}, i.e. {stored[0]} {meaning}"
+        )
     model = cls(AlbertModel(config), **arguments)
     table = HEAD_TABLES[architecture]
     if architecture in _NO_POOLER and not any(n in checkpoint.shapes for n in _POOLER):
@@ -305,11 +343,19 @@ def head_model_from_huggingface(directory, ignore_variables=(), num_choices=None
         own = export_weights(model, table)
         shapes = {**checkpoint.shapes, **{n: own[n].shape for n in _POOLER}}
         read = checkpoint.read
-        checkpoint = Checkpoint(checkpoint.location, shapes,
-                                lambda name: own[name] if name in _POOLER else read(name),
-                                {n: checkpoint.display(n) for n in checkpoint.shapes})
-    load_weights(model, checkpoint, table, ignored=_ignored(checkpoint, ignore_variables),
-                 config_source=config_path)
+        checkpoint = Checkpoint(
+            checkpoint.location,
+            shapes,
+            lambda name: own[name] if name in _POOLER else read(name),
+            {n: checkpoint.display(n) for n in checkpoint.shapes},
+        )
+    load_weights(
+        model,
+        checkpoint,
+        table,
+        ignored=_ignored(checkpoint, ignore_variables),
+        config_source=config_path,
+    )
     logging.info("%s: %s %s", directory, type(model).__name__, arguments)
     return model
 
@@ -322,27 +368,44 @@ def _head_arguments(architecture, values, path, num_choices):
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
     if architecture == QUESTION_ANSWERING:
-        return AlbertQuestionAnswerer, dict(dropout=0.0), (
-            2, f"outputs, but {QUESTION_ANSWERING} has 2 (start and end logits)")
+        return (
+            AlbertQuestionAnswerer,
+            dict(dropout=0.0),
+            (2, f"outputs, but {QUESTION_ANSWERING} has 2 (start and end logits)"),
+        )
     if architecture == MULTIPLE_CHOICE:
         choices = num_choices or values.get("num_choices", DEFAULT_NUM_CHOICES)
-        return AlbertMultipleChoice, dict(num_choices=choices, dropout=_head_dropout(values)), (
-            1, f"outputs, but {MULTIPLE_CHOICE} scores each choice with 1")
+        return (
+            AlbertMultipleChoice,
+            dict(num_choices=choices, dropout=_head_dropout(values)),
+            (1, f"outputs, but {MULTIPLE_CHOICE} scores each choice with 1"),
+        )
     num_labels, labels = _head_labels(values, path)
     problem_type = values.get("problem_type")
     if architecture == SEQUENCE_CLASSIFICATION and problem_type not in (
-            None, "single_label_classification", "regression"):
+        None,
+        "single_label_classification",
+        "regression",
+    ):
         raise ConversionError(
             f"{path}: problem_type {problem_type!r} is not supported: AlbertClassifier is "
-            f"single-label (softmax) classification, or regression with num_labels=1")
-    if architecture == SEQUENCE_CLASSIFICATION and problem_type == "regression" and (
-            num_labels != 1):
+            f"single-label (softmax) classification, or regression with num_labels=1"
+        )
+    if (
+        architecture == SEQUENCE_CLASSIFICATION
+        and problem_type == "regression"
+        and (num_labels != 1)
+    ):
         raise ConversionError(
             f"{path}: problem_type 'regression' with num_labels={num_labels}; "
-            f"AlbertClassifier regresses one score (num_labels=1)")
+            f"AlbertClassifier regresses one score (num_labels=1)"
+        )
     cls = AlbertClassifier if architecture == SEQUENCE_CLASSIFICATION else AlbertTokenClassifier
-    return cls, dict(num_classes=num_labels, dropout=_head_dropout(values), labels=labels), (
-        num_labels, f"labels, but {path} gives {num_labels} (num_labels / id2label)")
+    return (
+        cls,
+        dict(num_classes=num_labels, dropout=_head_dropout(values), labels=labels),
+        (num_labels, f"labels, but {path} gives {num_labels} (num_labels / id2label)"),
+    )
 
 
 def huggingface_config(config):
@@ -369,8 +432,10 @@ def to_huggingface(pretrainer, directory):
     from albert_tf.models.pretrainer import AlbertPretrainer
 
     if not isinstance(pretrainer, AlbertPretrainer):
-        raise TypeError(f"to_huggingface needs an AlbertPretrainer, got {type(pretrainer).__name__}; "
-                        f"wrap a backbone as AlbertPretrainer(backbone) (its heads are then new)")
+        raise TypeError(
+            f"to_huggingface needs an AlbertPretrainer, got {type(pretrainer).__name__}; "
+            f"wrap a backbone as AlbertPretrainer(backbone) (its heads are then new)"
+        )
     config = pretrainer.backbone.config
     values = huggingface_config(config)
     tensors = export_weights(pretrainer, names.HUGGINGFACE)
@@ -383,11 +448,14 @@ def _write(directory, config, values, tensors):
         tensors[_PROJECTION[0]] = np.eye(config.hidden_size, dtype=np.float32)
         tensors[_PROJECTION[1]] = np.zeros([config.hidden_size], np.float32)
     tf.io.gfile.makedirs(directory)
-    files.write_atomic(os.path.join(directory, WEIGHTS_FILE),
-                       safetensors_numpy.save(tensors, metadata={"format": "pt"}))
+    files.write_atomic(
+        os.path.join(directory, WEIGHTS_FILE),
+        safetensors_numpy.save(tensors, metadata={"format": "pt"}),
+    )
     files.write_json(os.path.join(directory, CONFIG_FILE), values)
-    logging.info("Wrote %d tensors (%s layout) to %s", len(tensors), values["architectures"][0],
-                 directory)
+    logging.info(
+        "Wrote %d tensors (%s layout) to %s", len(tensors), values["architectures"][0], directory
+    )
 
 
 def head_model_to_huggingface(model, directory):
@@ -411,20 +479,26 @@ def head_model_to_huggingface(model, directory):
     from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
-    architectures = ((AlbertClassifier, SEQUENCE_CLASSIFICATION),
-                     (AlbertTokenClassifier, TOKEN_CLASSIFICATION),
-                     (AlbertQuestionAnswerer, QUESTION_ANSWERING),
-                     (AlbertMultipleChoice, MULTIPLE_CHOICE))
+    architectures = (
+        (AlbertClassifier, SEQUENCE_CLASSIFICATION),
+        (AlbertTokenClassifier, TOKEN_CLASSIFICATION),
+        (AlbertQuestionAnswerer, QUESTION_ANSWERING),
+        (AlbertMultipleChoice, MULTIPLE_CHOICE),
+    )
     architecture = next((a for cls, a in architectures if isinstance(model, cls)), None)
     if isinstance(model, AlbertSquadV2Model):
-        raise TypeError("Hugging Face has no ALBERT model with the original's SQuAD v2 head "
-                        "(answerability and beam search); write an AlbertSquadV2Model with "
-                        "head_model_to_original, or keep it as an albert_tf model")
+        raise TypeError(
+            "Hugging Face has no ALBERT model with the original's SQuAD v2 head "
+            "(answerability and beam search); write an AlbertSquadV2Model with "
+            "head_model_to_original, or keep it as an albert_tf model"
+        )
     if architecture is None:
-        raise TypeError(f"head_model_to_huggingface needs an AlbertClassifier or "
-                        f"AlbertTokenClassifier, got {type(model).__name__} (an "
-                        f"AlbertQuestionAnswerer or AlbertMultipleChoice also converts; use "
-                        f"to_huggingface for an AlbertPretrainer)")
+        raise TypeError(
+            f"head_model_to_huggingface needs an AlbertClassifier or "
+            f"AlbertTokenClassifier, got {type(model).__name__} (an "
+            f"AlbertQuestionAnswerer or AlbertMultipleChoice also converts; use "
+            f"to_huggingface for an AlbertPretrainer)"
+        )
     config = model.backbone.config
     values = huggingface_config(config)
     values["architectures"] = [architecture]
@@ -435,8 +509,9 @@ def head_model_to_huggingface(model, directory):
     else:
         values.update(_label_values(model), classifier_dropout_prob=model.dropout_rate)
         if architecture == SEQUENCE_CLASSIFICATION:
-            values["problem_type"] = ("regression" if model.num_classes == 1
-                                      else "single_label_classification")
+            values["problem_type"] = (
+                "regression" if model.num_classes == 1 else "single_label_classification"
+            )
     tensors = export_weights(model, HEAD_TABLES[architecture])
     if architecture in _NO_POOLER:
         for name in _POOLER:
@@ -449,8 +524,11 @@ def _label_values(model):
     labels = model.labels or [f"LABEL_{i}" for i in range(model.num_classes)]
     if len(set(labels)) != len(labels):
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
-        raise ConversionError(f"The model's labels repeat {duplicates}; HF's label2id needs "
-                              f"distinct names")
-    return dict(num_labels=model.num_classes,
-                id2label={str(i): label for i, label in enumerate(labels)},
-                label2id={label: i for i, label in enumerate(labels)})
+        raise ConversionError(
+            f"The model's labels repeat {duplicates}; HF's label2id needs distinct names"
+        )
+    return dict(
+        num_labels=model.num_classes,
+        id2label={str(i): label for i, label in enumerate(labels)},
+        label2id={label: i for i, label in enumerate(labels)},
+    )

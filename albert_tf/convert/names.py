@@ -20,6 +20,7 @@ Our targets and their shapes in config terms are listed once in TARGET_SHAPES (N
 is not a config field: the head model's number of classes, or 2 * hidden_size for the SQuAD v2
 layers that read two concatenated hidden states).
 """
+
 import collections
 import re
 
@@ -35,17 +36,24 @@ OPTIONAL_PARTS = ("pooler", "masked_lm", "sentence_order")
 # the variable's own leading axis (config.attention_groups or config.ffn_groups) and "inner" is
 # inner_group_num; a target whose shape starts with them is stacked and filled per (g, k).
 _ATTENTION_SHAPES = {
-    "query_kernel": ("hidden_size", "hidden_size"), "query_bias": ("hidden_size",),
-    "key_kernel": ("hidden_size", "hidden_size"), "key_bias": ("hidden_size",),
-    "value_kernel": ("hidden_size", "hidden_size"), "value_bias": ("hidden_size",),
-    "output_kernel": ("hidden_size", "hidden_size"), "output_bias": ("hidden_size",),
-    "layer_norm_gamma": ("hidden_size",), "layer_norm_beta": ("hidden_size",),
+    "query_kernel": ("hidden_size", "hidden_size"),
+    "query_bias": ("hidden_size",),
+    "key_kernel": ("hidden_size", "hidden_size"),
+    "key_bias": ("hidden_size",),
+    "value_kernel": ("hidden_size", "hidden_size"),
+    "value_bias": ("hidden_size",),
+    "output_kernel": ("hidden_size", "hidden_size"),
+    "output_bias": ("hidden_size",),
+    "layer_norm_gamma": ("hidden_size",),
+    "layer_norm_beta": ("hidden_size",),
 }
 _FFN_SHAPES = {
     "intermediate_kernel": ("hidden_size", "intermediate_size"),
     "intermediate_bias": ("intermediate_size",),
-    "output_kernel": ("intermediate_size", "hidden_size"), "output_bias": ("hidden_size",),
-    "layer_norm_gamma": ("hidden_size",), "layer_norm_beta": ("hidden_size",),
+    "output_kernel": ("intermediate_size", "hidden_size"),
+    "output_bias": ("hidden_size",),
+    "layer_norm_gamma": ("hidden_size",),
+    "layer_norm_beta": ("hidden_size",),
 }
 TARGET_SHAPES = {
     "embeddings/word_embeddings": ("vocab_size", "embedding_size"),
@@ -97,36 +105,87 @@ def backbone_rules(table):
 _BLOCK = "bert/encoder/transformer/group_{g}/inner_group_{k}"
 ORIGINAL = (
     Rule("bert/embeddings/word_embeddings", "embeddings/word_embeddings", NONE, "embeddings"),
-    Rule("bert/embeddings/position_embeddings", "embeddings/position_embeddings", NONE, "embeddings"),
-    Rule("bert/embeddings/token_type_embeddings", "embeddings/token_type_embeddings", NONE, "embeddings"),
+    Rule(
+        "bert/embeddings/position_embeddings", "embeddings/position_embeddings", NONE, "embeddings"
+    ),
+    Rule(
+        "bert/embeddings/token_type_embeddings",
+        "embeddings/token_type_embeddings",
+        NONE,
+        "embeddings",
+    ),
     Rule("bert/embeddings/LayerNorm/gamma", "embeddings/layer_norm/gamma", NONE, "embeddings"),
     Rule("bert/embeddings/LayerNorm/beta", "embeddings/layer_norm/beta", NONE, "embeddings"),
-    Rule("bert/encoder/embedding_hidden_mapping_in/kernel", "embeddings/embedding_projection/kernel", NONE, "projection"),
-    Rule("bert/encoder/embedding_hidden_mapping_in/bias", "embeddings/embedding_projection/bias", NONE, "projection"),
-    Rule(f"{_BLOCK}/attention_1/self/query/kernel", "encoder/attention/query_kernel", NONE, "encoder"),
+    Rule(
+        "bert/encoder/embedding_hidden_mapping_in/kernel",
+        "embeddings/embedding_projection/kernel",
+        NONE,
+        "projection",
+    ),
+    Rule(
+        "bert/encoder/embedding_hidden_mapping_in/bias",
+        "embeddings/embedding_projection/bias",
+        NONE,
+        "projection",
+    ),
+    Rule(
+        f"{_BLOCK}/attention_1/self/query/kernel", "encoder/attention/query_kernel", NONE, "encoder"
+    ),
     Rule(f"{_BLOCK}/attention_1/self/query/bias", "encoder/attention/query_bias", NONE, "encoder"),
     Rule(f"{_BLOCK}/attention_1/self/key/kernel", "encoder/attention/key_kernel", NONE, "encoder"),
     Rule(f"{_BLOCK}/attention_1/self/key/bias", "encoder/attention/key_bias", NONE, "encoder"),
-    Rule(f"{_BLOCK}/attention_1/self/value/kernel", "encoder/attention/value_kernel", NONE, "encoder"),
+    Rule(
+        f"{_BLOCK}/attention_1/self/value/kernel", "encoder/attention/value_kernel", NONE, "encoder"
+    ),
     Rule(f"{_BLOCK}/attention_1/self/value/bias", "encoder/attention/value_bias", NONE, "encoder"),
-    Rule(f"{_BLOCK}/attention_1/output/dense/kernel", "encoder/attention/output_kernel", NONE, "encoder"),
-    Rule(f"{_BLOCK}/attention_1/output/dense/bias", "encoder/attention/output_bias", NONE, "encoder"),
+    Rule(
+        f"{_BLOCK}/attention_1/output/dense/kernel",
+        "encoder/attention/output_kernel",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_BLOCK}/attention_1/output/dense/bias", "encoder/attention/output_bias", NONE, "encoder"
+    ),
     Rule(f"{_BLOCK}/LayerNorm/gamma", "encoder/attention/layer_norm_gamma", NONE, "encoder"),
     Rule(f"{_BLOCK}/LayerNorm/beta", "encoder/attention/layer_norm_beta", NONE, "encoder"),
-    Rule(f"{_BLOCK}/ffn_1/intermediate/dense/kernel", "encoder/ffn/intermediate_kernel", NONE, "encoder"),
-    Rule(f"{_BLOCK}/ffn_1/intermediate/dense/bias", "encoder/ffn/intermediate_bias", NONE, "encoder"),
-    Rule(f"{_BLOCK}/ffn_1/intermediate/output/dense/kernel", "encoder/ffn/output_kernel", NONE, "encoder"),
-    Rule(f"{_BLOCK}/ffn_1/intermediate/output/dense/bias", "encoder/ffn/output_bias", NONE, "encoder"),
+    Rule(
+        f"{_BLOCK}/ffn_1/intermediate/dense/kernel",
+        "encoder/ffn/intermediate_kernel",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_BLOCK}/ffn_1/intermediate/dense/bias", "encoder/ffn/intermediate_bias", NONE, "encoder"
+    ),
+    Rule(
+        f"{_BLOCK}/ffn_1/intermediate/output/dense/kernel",
+        "encoder/ffn/output_kernel",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_BLOCK}/ffn_1/intermediate/output/dense/bias", "encoder/ffn/output_bias", NONE, "encoder"
+    ),
     Rule(f"{_BLOCK}/LayerNorm_1/gamma", "encoder/ffn/layer_norm_gamma", NONE, "encoder"),
     Rule(f"{_BLOCK}/LayerNorm_1/beta", "encoder/ffn/layer_norm_beta", NONE, "encoder"),
     Rule("bert/pooler/dense/kernel", "pooler/kernel", NONE, "pooler"),
     Rule("bert/pooler/dense/bias", "pooler/bias", NONE, "pooler"),
     Rule("cls/predictions/transform/dense/kernel", "masked_lm/dense/kernel", NONE, "masked_lm"),
     Rule("cls/predictions/transform/dense/bias", "masked_lm/dense/bias", NONE, "masked_lm"),
-    Rule("cls/predictions/transform/LayerNorm/gamma", "masked_lm/layer_norm/gamma", NONE, "masked_lm"),
-    Rule("cls/predictions/transform/LayerNorm/beta", "masked_lm/layer_norm/beta", NONE, "masked_lm"),
+    Rule(
+        "cls/predictions/transform/LayerNorm/gamma", "masked_lm/layer_norm/gamma", NONE, "masked_lm"
+    ),
+    Rule(
+        "cls/predictions/transform/LayerNorm/beta", "masked_lm/layer_norm/beta", NONE, "masked_lm"
+    ),
     Rule("cls/predictions/output_bias", "masked_lm/output_bias", NONE, "masked_lm"),
-    Rule("cls/seq_relationship/output_weights", "sentence_order/dense/kernel", TRANSPOSE, "sentence_order"),
+    Rule(
+        "cls/seq_relationship/output_weights",
+        "sentence_order/dense/kernel",
+        TRANSPOSE,
+        "sentence_order",
+    ),
     Rule("cls/seq_relationship/output_bias", "sentence_order/dense/bias", NONE, "sentence_order"),
 )
 
@@ -164,23 +223,58 @@ ORIGINAL_IGNORED = (
 # renamed to this layout when read (huggingface.py).
 _LAYER = "albert.encoder.albert_layer_groups.{g}.albert_layers.{k}"
 HUGGINGFACE = (
-    Rule("albert.embeddings.word_embeddings.weight", "embeddings/word_embeddings", NONE, "embeddings"),
-    Rule("albert.embeddings.position_embeddings.weight", "embeddings/position_embeddings", NONE, "embeddings"),
-    Rule("albert.embeddings.token_type_embeddings.weight", "embeddings/token_type_embeddings", NONE, "embeddings"),
+    Rule(
+        "albert.embeddings.word_embeddings.weight", "embeddings/word_embeddings", NONE, "embeddings"
+    ),
+    Rule(
+        "albert.embeddings.position_embeddings.weight",
+        "embeddings/position_embeddings",
+        NONE,
+        "embeddings",
+    ),
+    Rule(
+        "albert.embeddings.token_type_embeddings.weight",
+        "embeddings/token_type_embeddings",
+        NONE,
+        "embeddings",
+    ),
     Rule("albert.embeddings.LayerNorm.weight", "embeddings/layer_norm/gamma", NONE, "embeddings"),
     Rule("albert.embeddings.LayerNorm.bias", "embeddings/layer_norm/beta", NONE, "embeddings"),
-    Rule("albert.encoder.embedding_hidden_mapping_in.weight", "embeddings/embedding_projection/kernel", TRANSPOSE, "projection"),
-    Rule("albert.encoder.embedding_hidden_mapping_in.bias", "embeddings/embedding_projection/bias", NONE, "projection"),
-    Rule(f"{_LAYER}.attention.query.weight", "encoder/attention/query_kernel", TRANSPOSE, "encoder"),
+    Rule(
+        "albert.encoder.embedding_hidden_mapping_in.weight",
+        "embeddings/embedding_projection/kernel",
+        TRANSPOSE,
+        "projection",
+    ),
+    Rule(
+        "albert.encoder.embedding_hidden_mapping_in.bias",
+        "embeddings/embedding_projection/bias",
+        NONE,
+        "projection",
+    ),
+    Rule(
+        f"{_LAYER}.attention.query.weight", "encoder/attention/query_kernel", TRANSPOSE, "encoder"
+    ),
     Rule(f"{_LAYER}.attention.query.bias", "encoder/attention/query_bias", NONE, "encoder"),
     Rule(f"{_LAYER}.attention.key.weight", "encoder/attention/key_kernel", TRANSPOSE, "encoder"),
     Rule(f"{_LAYER}.attention.key.bias", "encoder/attention/key_bias", NONE, "encoder"),
-    Rule(f"{_LAYER}.attention.value.weight", "encoder/attention/value_kernel", TRANSPOSE, "encoder"),
+    Rule(
+        f"{_LAYER}.attention.value.weight", "encoder/attention/value_kernel", TRANSPOSE, "encoder"
+    ),
     Rule(f"{_LAYER}.attention.value.bias", "encoder/attention/value_bias", NONE, "encoder"),
-    Rule(f"{_LAYER}.attention.dense.weight", "encoder/attention/output_kernel", TRANSPOSE, "encoder"),
+    Rule(
+        f"{_LAYER}.attention.dense.weight", "encoder/attention/output_kernel", TRANSPOSE, "encoder"
+    ),
     Rule(f"{_LAYER}.attention.dense.bias", "encoder/attention/output_bias", NONE, "encoder"),
-    Rule(f"{_LAYER}.attention.LayerNorm.weight", "encoder/attention/layer_norm_gamma", NONE, "encoder"),
-    Rule(f"{_LAYER}.attention.LayerNorm.bias", "encoder/attention/layer_norm_beta", NONE, "encoder"),
+    Rule(
+        f"{_LAYER}.attention.LayerNorm.weight",
+        "encoder/attention/layer_norm_gamma",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_LAYER}.attention.LayerNorm.bias", "encoder/attention/layer_norm_beta", NONE, "encoder"
+    ),
     Rule(f"{_LAYER}.ffn.weight", "encoder/ffn/intermediate_kernel", TRANSPOSE, "encoder"),
     Rule(f"{_LAYER}.ffn.bias", "encoder/ffn/intermediate_bias", NONE, "encoder"),
     Rule(f"{_LAYER}.ffn_output.weight", "encoder/ffn/output_kernel", TRANSPOSE, "encoder"),
@@ -194,7 +288,12 @@ HUGGINGFACE = (
     Rule("predictions.LayerNorm.weight", "masked_lm/layer_norm/gamma", NONE, "masked_lm"),
     Rule("predictions.LayerNorm.bias", "masked_lm/layer_norm/beta", NONE, "masked_lm"),
     Rule("predictions.bias", "masked_lm/output_bias", NONE, "masked_lm"),
-    Rule("sop_classifier.classifier.weight", "sentence_order/dense/kernel", TRANSPOSE, "sentence_order"),
+    Rule(
+        "sop_classifier.classifier.weight",
+        "sentence_order/dense/kernel",
+        TRANSPOSE,
+        "sentence_order",
+    ),
     Rule("sop_classifier.classifier.bias", "sentence_order/dense/bias", NONE, "sentence_order"),
 )
 
@@ -212,6 +311,4 @@ HUGGINGFACE_QUESTION_ANSWERING = backbone_rules(HUGGINGFACE) + (
 )
 
 # Non-persistent buffers that older transformers versions saved; not weights.
-HUGGINGFACE_IGNORED = (
-    re.compile(r"^albert\.embeddings\.(position_ids|token_type_ids)$"),
-)
+HUGGINGFACE_IGNORED = (re.compile(r"^albert\.embeddings\.(position_ids|token_type_ids)$"),)

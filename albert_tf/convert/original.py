@@ -10,24 +10,33 @@ Fine-tuned SQuAD heads (run_squad_v1.py's `cls/squad/*`, run_squad_v2.py's `star
 `head_model_to_original` to and from `AlbertQuestionAnswerer` / `AlbertSquadV2Model`, through
 `names.ORIGINAL_SQUAD` and `names.ORIGINAL_SQUAD_V2`.
 """
+
 import os
 import re
 
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.config import AlbertConfig
 from albert_tf import files
+from albert_tf.config import AlbertConfig
 from albert_tf.convert import names
-from albert_tf.convert.weights import (Checkpoint, ConversionError, check_whole_block_sharing,
-                                       export_weights, load_weights, shared_groups)
+from albert_tf.convert.weights import (
+    Checkpoint,
+    ConversionError,
+    check_whole_block_sharing,
+    export_weights,
+    load_weights,
+    shared_groups,
+)
 
 _HUB_PREFIX = "module/"
 # A variable that marks each fine-tuned SQuAD head -> (model class name, regex of its variables).
 SQUAD_HEADS = {
     "cls/squad/output_weights": ("AlbertQuestionAnswerer", r"^cls/squad/"),
-    "start_logits/dense/kernel": ("AlbertSquadV2Model",
-                                  r"^(start_logits|end_logits|answer_class)/"),
+    "start_logits/dense/kernel": (
+        "AlbertSquadV2Model",
+        r"^(start_logits|end_logits|answer_class)/",
+    ),
 }
 
 
@@ -52,15 +61,17 @@ def resolve_checkpoint_prefix(path):
             return latest
         indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
         if len(indexes) == 1:
-            return indexes[0][:-len(".index")]
+            return indexes[0][: -len(".index")]
         if indexes:
             raise ValueError(
                 f"{path} holds several checkpoints ({', '.join(os.path.basename(i) for i in indexes)}); "
-                f"pass the prefix of one, e.g. {indexes[-1][:-len('.index')]}")
+                f"pass the prefix of one, e.g. {indexes[-1][: -len('.index')]}"
+            )
         raise FileNotFoundError(f"No TF1 checkpoint (*.index) in directory {path}")
     raise FileNotFoundError(
         f"No TF1 checkpoint at {path}: expected the prefix of {path}.index and "
-        f"{path}.data-*, or a directory holding them")
+        f"{path}.data-*, or a directory holding them"
+    )
 
 
 def read_original_checkpoint(prefix):
@@ -70,13 +81,16 @@ def read_original_checkpoint(prefix):
     if any(".ATTRIBUTES/" in name for name in stored):
         raise ConversionError(
             f"{prefix} is a TF2 object-based checkpoint, not an original TF1 one; albert_tf's "
-            f"own checkpoints and saved models load with albert_tf.load")
+            f"own checkpoints and saved models load with albert_tf.load"
+        )
     shapes, display = {}, {}
     for name, shape in stored.items():
-        key = name[len(_HUB_PREFIX):] if name.startswith(_HUB_PREFIX) else name
+        key = name[len(_HUB_PREFIX) :] if name.startswith(_HUB_PREFIX) else name
         if key in shapes:
-            raise ConversionError(f"{prefix}: variable {key} is stored both with and without "
-                                  f"the TF-Hub prefix {_HUB_PREFIX!r}")
+            raise ConversionError(
+                f"{prefix}: variable {key} is stored both with and without "
+                f"the TF-Hub prefix {_HUB_PREFIX!r}"
+            )
         shapes[key], display[key] = shape, name
     return Checkpoint(prefix, shapes, lambda key: reader.get_tensor(display[key]), display)
 
@@ -105,18 +119,19 @@ def from_original(checkpoint_prefix, config_path=None, ignore_variables=()):
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.models.pretrainer import AlbertPretrainer
 
-    prefix, config_path, config, checkpoint, ignored = _read(checkpoint_prefix, config_path,
-                                                             ignore_variables)
+    prefix, config_path, config, checkpoint, ignored = _read(
+        checkpoint_prefix, config_path, ignore_variables
+    )
     head = squad_head(checkpoint, ignored)
     if head is not None:
         name, pattern = SQUAD_HEADS[head]
         raise ConversionError(
             f"{prefix} holds a fine-tuned SQuAD head ({head}, an {name}); read it with "
             f"head_model_from_original, or pass ignore_variables=[{pattern!r}] to take its "
-            f"backbone only")
+            f"backbone only"
+        )
     pretrainer = AlbertPretrainer(AlbertModel(config))
-    load_weights(pretrainer, checkpoint, names.ORIGINAL, ignored=ignored,
-                 config_source=config_path)
+    load_weights(pretrainer, checkpoint, names.ORIGINAL, ignored=ignored, config_source=config_path)
     return pretrainer
 
 
@@ -133,16 +148,27 @@ def _read(checkpoint_prefix, config_path, ignore_variables):
 
 def squad_head(checkpoint, ignored=()):
     """The `SQUAD_HEADS` key of the SQuAD head `checkpoint` holds (not ignored), or None."""
-    found = [name for name in SQUAD_HEADS if name in checkpoint.shapes
-             and not any(p.search(name) for p in ignored)]
+    found = [
+        name
+        for name in SQUAD_HEADS
+        if name in checkpoint.shapes and not any(p.search(name) for p in ignored)
+    ]
     if len(found) > 1:
-        raise ConversionError(f"{checkpoint.location} holds both SQuAD heads ({', '.join(found)}); "
-                              f"ignore one with ignore_variables")
+        raise ConversionError(
+            f"{checkpoint.location} holds both SQuAD heads ({', '.join(found)}); "
+            f"ignore one with ignore_variables"
+        )
     return found[0] if found else None
 
 
-def head_model_from_original(checkpoint_prefix, config_path=None, ignore_variables=(),
-                             start_n_top=5, end_n_top=5, dropout=None):
+def head_model_from_original(
+    checkpoint_prefix,
+    config_path=None,
+    ignore_variables=(),
+    start_n_top=5,
+    end_n_top=5,
+    dropout=None,
+):
     """The `AlbertQuestionAnswerer` or `AlbertSquadV2Model` of a fine-tuned original checkpoint.
 
     Args:
@@ -165,20 +191,27 @@ def head_model_from_original(checkpoint_prefix, config_path=None, ignore_variabl
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
 
-    prefix, config_path, config, checkpoint, ignored = _read(checkpoint_prefix, config_path,
-                                                             ignore_variables)
+    prefix, config_path, config, checkpoint, ignored = _read(
+        checkpoint_prefix, config_path, ignore_variables
+    )
     head = squad_head(checkpoint, ignored)
     if head is None:
         raise ConversionError(
             f"{prefix} holds no fine-tuned SQuAD head (neither {' nor '.join(SQUAD_HEADS)}); "
-            f"read pretraining checkpoints with from_original")
+            f"read pretraining checkpoints with from_original"
+        )
     if SQUAD_HEADS[head][0] == "AlbertQuestionAnswerer":
-        model = AlbertQuestionAnswerer(AlbertModel(config),
-                                       dropout=0.0 if dropout is None else dropout)
+        model = AlbertQuestionAnswerer(
+            AlbertModel(config), dropout=0.0 if dropout is None else dropout
+        )
         table = names.ORIGINAL_SQUAD
     else:
-        model = AlbertSquadV2Model(AlbertModel(config), start_n_top=start_n_top,
-                                   end_n_top=end_n_top, dropout=0.1 if dropout is None else dropout)
+        model = AlbertSquadV2Model(
+            AlbertModel(config),
+            start_n_top=start_n_top,
+            end_n_top=end_n_top,
+            dropout=0.1 if dropout is None else dropout,
+        )
         table = names.ORIGINAL_SQUAD_V2
     load_weights(model, checkpoint, table, ignored=ignored, config_source=config_path)
     return model
@@ -187,8 +220,12 @@ def head_model_from_original(checkpoint_prefix, config_path=None, ignore_variabl
 def write_tf1_checkpoint(prefix, arrays):
     """Writes {name: np.ndarray} as a name-based TF1 checkpoint (`prefix.index`, `prefix.data-*`)."""
     names_ = sorted(arrays)
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names_, shape_and_slices=[""] * len(names_),
-                      tensors=[tf.convert_to_tensor(arrays[n]) for n in names_])
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=names_,
+        shape_and_slices=[""] * len(names_),
+        tensors=[tf.convert_to_tensor(arrays[n]) for n in names_],
+    )
 
 
 def to_original(pretrainer, directory, checkpoint_name="model.ckpt"):
@@ -205,8 +242,10 @@ def to_original(pretrainer, directory, checkpoint_name="model.ckpt"):
     from albert_tf.models.pretrainer import AlbertPretrainer
 
     if not isinstance(pretrainer, AlbertPretrainer):
-        raise TypeError(f"to_original needs an AlbertPretrainer, got {type(pretrainer).__name__}"
-                        f"{' (use head_model_to_original)' if _squad_table(pretrainer) else ''}")
+        raise TypeError(
+            f"to_original needs an AlbertPretrainer, got {type(pretrainer).__name__}"
+            f"{' (use head_model_to_original)' if _squad_table(pretrainer) else ''}"
+        )
     return _write(pretrainer, names.ORIGINAL, directory, checkpoint_name)
 
 
@@ -232,8 +271,10 @@ def head_model_to_original(model, directory, checkpoint_name="model.ckpt"):
     """
     table = _squad_table(model)
     if table is None:
-        raise TypeError(f"head_model_to_original needs an AlbertQuestionAnswerer or "
-                        f"AlbertSquadV2Model, got {type(model).__name__}")
+        raise TypeError(
+            f"head_model_to_original needs an AlbertQuestionAnswerer or "
+            f"AlbertSquadV2Model, got {type(model).__name__}"
+        )
     return _write(model, table, directory, checkpoint_name)
 
 
@@ -242,8 +283,10 @@ def _write(model, table, directory, checkpoint_name):
     config = model.backbone.config
     groups = shared_groups(config)
     if config.hidden_act == "gelu_erf":
-        logging.warning("hidden_act 'gelu_erf' has no name in the original albert_config.json "
-                        "(its 'gelu' is the tanh approximation); the original code will reject it")
+        logging.warning(
+            "hidden_act 'gelu_erf' has no name in the original albert_config.json "
+            "(its 'gelu' is the tanh approximation); the original code will reject it"
+        )
     values = config.to_json_dict("original")
     values.pop("sharing")
     values["num_hidden_groups"] = groups

@@ -9,6 +9,7 @@ Import checks, each a `ConversionError` that names the variable:
 Optional parts (pooler, MLM head, SOP head) absent as a whole keep their fresh initialisation,
 with a logged warning.
 """
+
 import re
 
 import numpy as np
@@ -60,12 +61,15 @@ def model_variables(pretrainer):
     for variable in pretrainer.weights:
         if not variable.trainable and "seed_generator" in variable.path:
             continue  # dropout RNG state, not a model weight
-        key = next((variable.path[len(p):] for p in prefixes if variable.path.startswith(p)),
-                   variable.path)
+        key = next(
+            (variable.path[len(p) :] for p in prefixes if variable.path.startswith(p)),
+            variable.path,
+        )
         if key not in names.TARGET_SHAPES:
             raise ConversionError(
                 f"Model variable {variable.path} has no conversion rule (known: "
-                f"{_listed(names.TARGET_SHAPES)}); the model and albert_tf.convert.names disagree")
+                f"{_listed(names.TARGET_SHAPES)}); the model and albert_tf.convert.names disagree"
+            )
         variables[key] = variable
     return variables
 
@@ -101,8 +105,11 @@ def _transform(array, transform):
 
 
 def _dims(target, config):
-    fields = dict.fromkeys(f for f in names.TARGET_SHAPES[target] if isinstance(f, str)
-                           and f not in ("groups", "inner"))
+    fields = dict.fromkeys(
+        f
+        for f in names.TARGET_SHAPES[target]
+        if isinstance(f, str) and f not in ("groups", "inner")
+    )
     return ", ".join(f"{f}={getattr(config, f)}" for f in fields)
 
 
@@ -125,12 +132,14 @@ def _unused_hint(unused, table, config):
         hints.append(
             f"the checkpoint has encoder blocks up to group {groups - 1}, inner group "
             f"{inner - 1}, but the config gives num_hidden_groups={config.num_hidden_groups}, "
-            f"inner_group_num={config.inner_group_num} (sharing={config.sharing!r})")
+            f"inner_group_num={config.inner_group_num} (sharing={config.sharing!r})"
+        )
     projection = {r.source for r in table if r.part == "projection"}
     if projection & set(unused) and not config.has_embedding_projection:
         hints.append(
             f"the checkpoint has an embedding projection but the config has embedding_size == "
-            f"hidden_size ({config.hidden_size}), where the model has none")
+            f"hidden_size ({config.hidden_size}), where the model has none"
+        )
     return ("; " + "; ".join(hints)) if hints else ""
 
 
@@ -152,8 +161,13 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
     variables = model_variables(pretrainer)
     skipped = sorted(n for n in checkpoint.shapes if any(p.search(n) for p in ignored))
     if skipped:
-        logging.info("%s: ignoring %d non-model variables (optimizer slots, step counters, "
-                     "buffers), e.g. %s", checkpoint.location, len(skipped), _listed(skipped))
+        logging.info(
+            "%s: ignoring %d non-model variables (optimizer slots, step counters, "
+            "buffers), e.g. %s",
+            checkpoint.location,
+            len(skipped),
+            _listed(skipped),
+        )
     available = set(checkpoint.shapes) - set(skipped)
 
     wanted = {}  # part -> [(source name, rule, index)]
@@ -164,21 +178,32 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
     for part, entries in wanted.items():
         missing = [checkpoint.display(s) for s, _, _ in entries if s not in available]
         if missing and part in names.OPTIONAL_PARTS and len(missing) == len(entries):
-            logging.warning("%s has no %s weights (e.g. %s); they keep their fresh random "
-                            "initialisation", checkpoint.location, part, missing[0])
+            logging.warning(
+                "%s has no %s weights (e.g. %s); they keep their fresh random initialisation",
+                checkpoint.location,
+                part,
+                missing[0],
+            )
             initialized.append(part)
             continue
         if missing:
             hint = ""
-            if any(index is not None for s, _, index in entries if checkpoint.display(s) in missing):
-                hint = (f" (the config gives num_hidden_groups={config.num_hidden_groups}, "
-                        f"inner_group_num={config.inner_group_num}, sharing={config.sharing!r})")
+            if any(
+                index is not None for s, _, index in entries if checkpoint.display(s) in missing
+            ):
+                hint = (
+                    f" (the config gives num_hidden_groups={config.num_hidden_groups}, "
+                    f"inner_group_num={config.inner_group_num}, sharing={config.sharing!r})"
+                )
             elif part == "projection":
-                hint = (f" (the config has embedding_size={config.embedding_size} != "
-                        f"hidden_size={config.hidden_size}, which needs an embedding projection)")
+                hint = (
+                    f" (the config has embedding_size={config.embedding_size} != "
+                    f"hidden_size={config.hidden_size}, which needs an embedding projection)"
+                )
             raise ConversionError(
                 f"{checkpoint.location}: missing variable {missing[0]} for the {part} weights"
-                f"{hint}; {len(missing)} missing in all: {_listed(missing)}")
+                f"{hint}; {len(missing)} missing in all: {_listed(missing)}"
+            )
         used.update(s for s, _, _ in entries)
         loaded.append(part)
 
@@ -191,19 +216,23 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
             stored = checkpoint.shapes[source]
             transposed = tuple(reversed(stored)) if rule.transform == names.TRANSPOSE else stored
             if transposed != expected:
-                needed = tuple(reversed(expected)) if rule.transform == names.TRANSPOSE else expected
+                needed = (
+                    tuple(reversed(expected)) if rule.transform == names.TRANSPOSE else expected
+                )
                 raise ConversionError(
                     f"{checkpoint.location}: variable {checkpoint.display(source)} has shape "
                     f"{list(stored)} but the model built from {config_source} needs "
                     f"{list(needed)} ({_dims(rule.target, config)}): the config does not match "
-                    f"the checkpoint")
+                    f"the checkpoint"
+                )
     unused = sorted(available - used)
     if unused:
         shown = [checkpoint.display(n) for n in unused]
         raise ConversionError(
             f"{checkpoint.location}: unexpected variable {shown[0]} is not used by the model built "
             f"from {config_source}{_unused_hint(unused, table, config)}; {len(unused)} unused in "
-            f"all: {_listed(shown)} (pass them as ignored variables to skip them on purpose)")
+            f"all: {_listed(shown)} (pass them as ignored variables to skip them on purpose)"
+        )
 
     values = {}
     for part in loaded:
@@ -218,9 +247,13 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
                 values[rule.target][index] = array
     for target, array in values.items():
         variables[target].assign(np.asarray(array, variables[target].dtype))
-    logging.info("%s: loaded %d variables (%s)%s", checkpoint.location, len(used),
-                 ", ".join(loaded), f"; freshly initialised: {', '.join(initialized)}"
-                 if initialized else "")
+    logging.info(
+        "%s: loaded %d variables (%s)%s",
+        checkpoint.location,
+        len(used),
+        ", ".join(loaded),
+        f"; freshly initialised: {', '.join(initialized)}" if initialized else "",
+    )
     return {"loaded": loaded, "initialized": initialized, "ignored": skipped}
 
 
@@ -234,7 +267,8 @@ def check_whole_block_sharing(values, path):
         raise ConversionError(
             f"{path}: sharing={sharing!r} is an albert_tf setting; the original and Hugging Face "
             f"formats share whole blocks per group (num_hidden_groups), so this is not one of "
-            f"their configs (albert_tf directories load with albert_tf.load)")
+            f"their configs (albert_tf directories load with albert_tf.load)"
+        )
 
 
 def shared_groups(config):
@@ -248,7 +282,8 @@ def shared_groups(config):
             f"sharing={config.sharing!r} with num_hidden_groups={config.num_hidden_groups} has "
             f"{config.attention_groups} attention but {config.ffn_groups} feed-forward weight "
             f"groups; the original and Hugging Face ALBERT share whole blocks and cannot "
-            f"express that")
+            f"express that"
+        )
     return config.attention_groups
 
 

@@ -11,6 +11,7 @@ stay light):
 - `pipeline`: `pretraining_dataset(...)` and `dynamic_masking_dataset(...)` for training.
 - `input_checks`: the training files checked before training; a corrupt record blamed on its file.
 """
+
 from albert_tf._lazy import lazy_attributes  # noqa: E402
 
 __getattr__, __dir__ = lazy_attributes(__name__)

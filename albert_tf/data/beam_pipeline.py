@@ -18,6 +18,7 @@ the local tool does) are supported, and --output_file must be one file or one pr
 apache_beam is imported by this module only (the local tool never imports it); without it,
 the module imports but running raises InvalidFlagError naming --runner.
 """
+
 import re
 import shlex
 import sys
@@ -33,7 +34,8 @@ _DoFn = beam.DoFn if beam else object
 _CombineFn = beam.CombineFn if beam else object
 
 from albert_tf import files
-from albert_tf.data import corpora, pretraining, writer as writer_lib
+from albert_tf.data import corpora, pretraining
+from albert_tf.data import writer as writer_lib
 from albert_tf.errors import UserError
 from albert_tf.settings import InvalidFlagError
 
@@ -62,7 +64,8 @@ class _ReadFile(_DoFn):
             yield index, count, document
             count += 1
         yield beam.pvalue.TaggedOutput(
-            _COUNTS, (index, count, stats.skipped_lines, list(stats.skipped_locations)))
+            _COUNTS, (index, count, stats.skipped_lines, list(stats.skipped_locations))
+        )
 
 
 def _first_indices(counts) -> dict:
@@ -126,8 +129,9 @@ class _MergeStats(_CombineFn):
         return total
 
 
-def _write_summary(stats, counts, written, *, config, outputs, summary_file, input_spec,
-                   runner, start):
+def _write_summary(
+    stats, counts, written, *, config, outputs, summary_file, input_spec, runner, start
+):
     """Writes the summary JSON once the shards are written; an empty corpus removes them and
     raises CorpusTooSmallError."""
     import tensorflow as tf
@@ -142,8 +146,9 @@ def _write_summary(stats, counts, written, *, config, outputs, summary_file, inp
     elapsed = time.time() - start
     summary = pretraining.summarize(stats, config, elapsed, outputs, [None] * len(outputs))
     locations = [location for *_, found in sorted(counts) for location in found]
-    pretraining.add_corpus_fields(summary, sum(c[2] for c in counts),
-                                  locations[:corpora._LOGGED_BAD_LINES], input_spec)
+    pretraining.add_corpus_fields(
+        summary, sum(c[2] for c in counts), locations[: corpora._LOGGED_BAD_LINES], input_spec
+    )
     summary["runner"] = runner
     files.write_json(summary_file, summary)
 
@@ -153,42 +158,72 @@ def _corpus_files(input_spec) -> List[str]:
     named = [p.strip() for item in items for p in str(item).split(",")]
     special = [p for p in named if p.startswith(("tfds:", "builtin:"))]
     if special:
-        raise InvalidFlagError(f"--input_file={special[0]}: a Beam runner reads corpus files only "
-                               "(local or gs://), not tfds: or builtin: corpora")
+        raise InvalidFlagError(
+            f"--input_file={special[0]}: a Beam runner reads corpus files only "
+            "(local or gs://), not tfds: or builtin: corpora"
+        )
     return corpora.input_files(input_spec)
 
 
-def build_pipeline(pipeline, paths: Sequence[str], output_file: str, model_proto: bytes, *,
-                   lower_case: bool, config: pretraining.CreationConfig, num_output_shards: int,
-                   input_format: str, strict: bool, summary_file: str, input_spec,
-                   runner: str) -> None:
+def build_pipeline(
+    pipeline,
+    paths: Sequence[str],
+    output_file: str,
+    model_proto: bytes,
+    *,
+    lower_case: bool,
+    config: pretraining.CreationConfig,
+    num_output_shards: int,
+    input_format: str,
+    strict: bool,
+    summary_file: str,
+    input_spec,
+    runner: str,
+) -> None:
     """Adds the whole job to `pipeline` (see the module docstring)."""
     outputs = writer_lib.output_paths(output_file, num_output_shards)
-    read = (pipeline
-            | "Files" >> beam.Create(list(enumerate(paths)))
-            | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.ParDo(_ReadFile(input_format, strict)).with_outputs(
-                _COUNTS, main="documents"))
+    read = (
+        pipeline
+        | "Files" >> beam.Create(list(enumerate(paths)))
+        | "Spread" >> beam.Reshuffle()
+        | "Read"
+        >> beam.ParDo(_ReadFile(input_format, strict)).with_outputs(_COUNTS, main="documents")
+    )
     counts = read[_COUNTS] | "AllCounts" >> beam.combiners.ToList()
     first_indices = counts | "FirstIndices" >> beam.Map(_first_indices)
-    processed = (read.documents
-                 | "Window" >> beam.Map(_key_by_window, beam.pvalue.AsSingleton(first_indices),
-                                        config.document_window)
-                 | "GroupWindows" >> beam.GroupByKey()
-                 | "Instances" >> beam.ParDo(_ProcessWindow(model_proto, lower_case, config))
-                 .with_outputs(_STATS, main="records"))
+    processed = (
+        read.documents
+        | "Window"
+        >> beam.Map(_key_by_window, beam.pvalue.AsSingleton(first_indices), config.document_window)
+        | "GroupWindows" >> beam.GroupByKey()
+        | "Instances"
+        >> beam.ParDo(_ProcessWindow(model_proto, lower_case, config)).with_outputs(
+            _STATS, main="records"
+        )
+    )
     if num_output_shards > 1:
         naming = dict(file_path_prefix=output_file, file_name_suffix=".tfrecord")
     else:
         naming = dict(file_path_prefix=outputs[0], shard_name_template="")
     written = processed.records | "Write" >> beam.io.WriteToTFRecord(
-        num_shards=num_output_shards, **naming)
-    (processed[_STATS]
-     | "MergeStats" >> beam.CombineGlobally(_MergeStats())
-     | "Summary" >> beam.Map(_write_summary, beam.pvalue.AsSingleton(counts),
-                             beam.pvalue.AsList(written), config=config, outputs=outputs,
-                             summary_file=summary_file, input_spec=input_spec, runner=runner,
-                             start=time.time()))
+        num_shards=num_output_shards, **naming
+    )
+    (
+        processed[_STATS]
+        | "MergeStats" >> beam.CombineGlobally(_MergeStats())
+        | "Summary"
+        >> beam.Map(
+            _write_summary,
+            beam.pvalue.AsSingleton(counts),
+            beam.pvalue.AsList(written),
+            config=config,
+            outputs=outputs,
+            summary_file=summary_file,
+            input_spec=input_spec,
+            runner=runner,
+            start=time.time(),
+        )
+    )
 
 
 def _user_error(error: Exception) -> Optional[UserError]:
@@ -197,8 +232,10 @@ def _user_error(error: Exception) -> Optional[UserError]:
     if isinstance(error, UserError):
         raised = [(type(error), str(error))]
     else:
-        raised = [(getattr(sys.modules.get(module), name, None), message)
-                  for module, name, message in _RAISED.findall(str(error))]
+        raised = [
+            (getattr(sys.modules.get(module), name, None), message)
+            for module, name, message in _RAISED.findall(str(error))
+        ]
     for cls, message in reversed(raised):
         if isinstance(cls, type) and issubclass(cls, UserError):
             message = _STEP.sub("", message)
@@ -212,8 +249,10 @@ def _user_error(error: Exception) -> Optional[UserError]:
 def pipeline_options(runner: str, beam_options: Optional[str] = ""):
     """Beam's PipelineOptions from --runner and the --beam_options string (Beam's own flags)."""
     if beam is None:
-        raise InvalidFlagError(f"--runner={runner} needs Apache Beam, which is not installed: "
-                               "pip install 'albert_tf[beam]'")
+        raise InvalidFlagError(
+            f"--runner={runner} needs Apache Beam, which is not installed: "
+            "pip install 'albert_tf[beam]'"
+        )
     if runner not in RUNNERS:
         raise InvalidFlagError(f"--runner={runner}: must be one of {', '.join(RUNNERS)}")
     args = shlex.split(beam_options or "")
@@ -222,27 +261,49 @@ def pipeline_options(runner: str, beam_options: Optional[str] = ""):
     return PipelineOptions([f"--runner={runner}"] + args)
 
 
-def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, runner: str,
-                            beam_options: str = "", lower_case: bool = True,
-                            config: Optional[pretraining.CreationConfig] = None,
-                            num_output_shards: int = 1, input_format: str = "sentences",
-                            strict: bool = False) -> dict:
+def create_pretraining_data(
+    input_spec,
+    output_file: str,
+    spm_model_file,
+    *,
+    runner: str,
+    beam_options: str = "",
+    lower_case: bool = True,
+    config: Optional[pretraining.CreationConfig] = None,
+    num_output_shards: int = 1,
+    input_format: str = "sentences",
+    strict: bool = False,
+) -> dict:
     """Runs the Beam job and waits for it; returns the summary (read back from
     PREFIX.summary.json / FILE.summary.json, which the job writes)."""
     config = config or pretraining.CreationConfig()
     if len([f for f in output_file.split(",") if f.strip()]) > 1:
-        raise InvalidFlagError(f"--output_file={output_file}: a Beam runner writes one file or "
-                               "one prefix with --num_output_shards, not a list of files")
+        raise InvalidFlagError(
+            f"--output_file={output_file}: a Beam runner writes one file or "
+            "one prefix with --num_output_shards, not a list of files"
+        )
     options = pipeline_options(runner, beam_options)
     paths = _corpus_files(input_spec)
     for path in paths:
         corpora.check_text_file(path)
     _, summary_file, model_proto = pretraining.prepare_run(
-        input_spec, output_file, spm_model_file, lower_case, num_output_shards, True)
+        input_spec, output_file, spm_model_file, lower_case, num_output_shards, True
+    )
     pipeline = beam.Pipeline(options=options)
-    build_pipeline(pipeline, paths, output_file, model_proto, lower_case=lower_case,
-                   config=config, num_output_shards=num_output_shards, input_format=input_format,
-                   strict=strict, summary_file=summary_file, input_spec=input_spec, runner=runner)
+    build_pipeline(
+        pipeline,
+        paths,
+        output_file,
+        model_proto,
+        lower_case=lower_case,
+        config=config,
+        num_output_shards=num_output_shards,
+        input_format=input_format,
+        strict=strict,
+        summary_file=summary_file,
+        input_spec=input_spec,
+        runner=runner,
+    )
     try:
         pipeline.run().wait_until_finish()
     except Exception as e:

@@ -22,6 +22,7 @@ are kept as they are. Errors (`DataError`) name the file and line.
 >>> tags_to_ids(data.tags, labels, data)
 [[2, 0, 1], [3, 6]]
 """
+
 import dataclasses
 import json
 import os
@@ -70,8 +71,9 @@ class TaggedSentences:
         return f"{self.source}:{line}"
 
 
-def read_tagged(path, tag_column=-1, scheme="auto", labelled=True, tokens_key="tokens",
-                tags_key="tags"):
+def read_tagged(
+    path, tag_column=-1, scheme="auto", labelled=True, tokens_key="tokens", tags_key="tags"
+):
     """`read_jsonl_tagged` for .jsonl and .json files, `read_conll` for any other file."""
     path = os.fspath(path)
     if path.lower().endswith((".jsonl", ".json")):
@@ -89,8 +91,9 @@ def read_conll(path, tag_column=-1, scheme="auto", labelled=True):
     path = os.fspath(path)
     _check_scheme(scheme)
     if not isinstance(tag_column, int) or tag_column == 0:
-        raise ValueError(f"tag_column must be a non-zero int (column 0 is the word), "
-                         f"got {tag_column!r}")
+        raise ValueError(
+            f"tag_column must be a non-zero int (column 0 is the word), got {tag_column!r}"
+        )
     words, tags, lines = [], [], []
     sentence = ([], [], [])  # words, tags, line numbers of the sentence being read
 
@@ -112,12 +115,21 @@ def read_conll(path, tag_column=-1, scheme="auto", labelled=True):
         if labelled:
             index = tag_column if tag_column > 0 else len(fields) + tag_column
             if not 0 < index < len(fields):
-                raise DataError(f"{path}:{number}: expected a tag in column {tag_column} but the "
-                                f"line has {len(fields)} column(s): {text!r}")
+                raise DataError(
+                    f"{path}:{number}: expected a tag in column {tag_column} but the "
+                    f"line has {len(fields)} column(s): {text!r}"
+                )
             sentence[1].append(fields[index])
     end_sentence()
-    return _finish(path, words, tags if labelled else None, lines, scheme, word_per_line=True,
-                   empty_hint="has only blank and -DOCSTART- lines")
+    return _finish(
+        path,
+        words,
+        tags if labelled else None,
+        lines,
+        scheme,
+        word_per_line=True,
+        empty_hint="has only blank and -DOCSTART- lines",
+    )
 
 
 def read_jsonl_tagged(path, tokens_key="tokens", tags_key="tags", scheme="auto", labelled=True):
@@ -137,26 +149,37 @@ def read_jsonl_tagged(path, tokens_key="tokens", tags_key="tags", scheme="auto",
         except json.JSONDecodeError as e:
             raise DataError(f"{where}: invalid JSON ({e.msg}, column {e.colno})") from None
         if not isinstance(record, dict):
-            raise DataError(f"{where}: expected one JSON object per line, "
-                            f"found {type(record).__name__}")
+            raise DataError(
+                f"{where}: expected one JSON object per line, found {type(record).__name__}"
+            )
         tokens = _string_list(record, tokens_key, where)
         if not tokens:
             raise DataError(f"{where}: {tokens_key!r} is an empty list")
         for position, token in enumerate(tokens):
             if not token.strip():
-                raise DataError(f"{where}: {tokens_key}[{position}] is empty or whitespace: "
-                                f"{token!r}")
+                raise DataError(
+                    f"{where}: {tokens_key}[{position}] is empty or whitespace: {token!r}"
+                )
         if labelled:
-            sentence_tags = _string_list(record, tags_key, where,
-                                         " (map tag ids to their names first)")
+            sentence_tags = _string_list(
+                record, tags_key, where, " (map tag ids to their names first)"
+            )
             if len(sentence_tags) != len(tokens):
-                raise DataError(f"{where}: {len(tokens)} {tokens_key} but "
-                                f"{len(sentence_tags)} {tags_key}")
+                raise DataError(
+                    f"{where}: {len(tokens)} {tokens_key} but {len(sentence_tags)} {tags_key}"
+                )
             tags.append(sentence_tags)
         words.append(tokens)
         lines.append([number] * len(tokens))
-    return _finish(path, words, tags if labelled else None, lines, scheme, word_per_line=False,
-                   empty_hint="has only blank lines")
+    return _finish(
+        path,
+        words,
+        tags if labelled else None,
+        lines,
+        scheme,
+        word_per_line=False,
+        empty_hint="has only blank lines",
+    )
 
 
 def detect_scheme(tag_lists):
@@ -251,8 +274,10 @@ def tags_to_ids(tag_lists, labels, source):
         row = []
         for word, tag in enumerate(tags):
             if tag not in index:
-                raise DataError(f"{_location(source, sentence, word)}: unknown tag {tag!r}"
-                                f"{_converted_note(source)} (known: {', '.join(labels)})")
+                raise DataError(
+                    f"{_location(source, sentence, word)}: unknown tag {tag!r}"
+                    f"{_converted_note(source)} (known: {', '.join(labels)})"
+                )
             row.append(index[tag])
         ids.append(row)
     return ids
@@ -319,10 +344,11 @@ def _string_list(record, key, where, hint=""):
         raise DataError(f"{where}: missing key {key!r}; the record has {sorted(record)}")
     value = record[key]
     if not isinstance(value, list):
-        raise DataError(f"{where}: {key!r} must be a list of strings, "
-                        f"found {type(value).__name__}")
+        raise DataError(f"{where}: {key!r} must be a list of strings, found {type(value).__name__}")
     for position, item in enumerate(value):
         if not isinstance(item, str):
-            raise DataError(f"{where}: {key}[{position}] must be a string, found "
-                            f"{type(item).__name__} {item!r}{hint}")
+            raise DataError(
+                f"{where}: {key}[{position}] must be a string, found "
+                f"{type(item).__name__} {item!r}{hint}"
+            )
     return value

@@ -21,6 +21,7 @@ spec is resolved, and on the whole file once it has been read).
 >>> stats.skipped_lines                                              # doctest: +SKIP
 0
 """
+
 import ast
 import dataclasses
 import hashlib
@@ -65,8 +66,18 @@ class CorpusStats:
             logging.warning("Skipping a line that is not valid UTF-8 at %s", location)
 
 
-def iter_documents(spec, format="sentences", *, strict=False, stats=None, data_dir=None,
-                   split="train", feature="text", packages=BUILTIN_PACKAGES, cache_dir=None):
+def iter_documents(
+    spec,
+    format="sentences",
+    *,
+    strict=False,
+    stats=None,
+    data_dir=None,
+    split="train",
+    feature="text",
+    packages=BUILTIN_PACKAGES,
+    cache_dir=None,
+):
     """Returns an iterator over the documents of `spec`, each a non-empty list of sentences.
 
     The spec is resolved (files listed, TFDS preparation checked) before this returns, so a wrong
@@ -88,7 +99,9 @@ def iter_documents(spec, format="sentences", *, strict=False, stats=None, data_d
     readers = []
     for item in _split_spec(spec):
         if item.startswith("tfds:"):
-            readers.append(_tfds_reader(item[len("tfds:"):], data_dir, split, feature, strict, stats))
+            readers.append(
+                _tfds_reader(item[len("tfds:") :], data_dir, split, feature, strict, stats)
+            )
         elif item.startswith("builtin:"):
             if item != "builtin:docstrings":
                 raise ValueError(f"unknown built-in corpus {item!r}; available: builtin:docstrings")
@@ -102,8 +115,12 @@ def iter_documents(spec, format="sentences", *, strict=False, stats=None, data_d
 
 def input_files(spec):
     """The files a corpus spec reads ("tfds:" and "builtin:" items read none of the user's)."""
-    return [path for item in _split_spec(spec) if not item.startswith(("tfds:", "builtin:"))
-            for path in resolve_files(item)]
+    return [
+        path
+        for item in _split_spec(spec)
+        if not item.startswith(("tfds:", "builtin:"))
+        for path in resolve_files(item)
+    ]
 
 
 def _chain(readers, stats):
@@ -150,7 +167,8 @@ def _not_text_error(path, bad, lines, scope):
         f"{path}: {bad / lines:.0%} of the non-blank lines {scope} ({bad} of {lines}) are not "
         f"valid UTF-8: is it Latin-1 or another encoding? Convert it to UTF-8, e.g. "
         f"`iconv -f latin1 -t utf-8 {path} > {os.path.basename(path)}.utf8` (a file with fewer bad "
-        f"lines has them skipped and counted)")
+        f"lines has them skipped and counted)"
+    )
 
 
 def _mostly_undecodable(bad, lines):
@@ -163,13 +181,17 @@ def check_text_file(path):
     with tf.io.gfile.GFile(path, "rb") as f:
         head = f.read(_SNIFF_BYTES)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise DataError(f"{path}: UTF-16 text (it starts with a UTF-16 byte-order mark); convert "
-                        f"it to UTF-8, e.g. `iconv -f utf-16 -t utf-8 {path} > "
-                        f"{os.path.basename(path)}.utf8`")
+        raise DataError(
+            f"{path}: UTF-16 text (it starts with a UTF-16 byte-order mark); convert "
+            f"it to UTF-8, e.g. `iconv -f utf-16 -t utf-8 {path} > "
+            f"{os.path.basename(path)}.utf8`"
+        )
     nul = head.find(b"\0")
     if nul >= 0:
-        raise DataError(f"{path}: a binary file, not text (a NUL byte at offset {nul}); the corpus "
-                        "must be UTF-8 text")
+        raise DataError(
+            f"{path}: a binary file, not text (a NUL byte at offset {nul}); the corpus "
+            "must be UTF-8 text"
+        )
     lines = head.split(b"\n")
     if len(head) == _SNIFF_BYTES:
         lines.pop()  # may end inside a line (or a character)
@@ -209,9 +231,10 @@ def _read_lines(path, strict, stats):
                 except UnicodeDecodeError as e:
                     location = f"{path}:{lineno}"
                     if strict:
-                        byte = raw[e.start:e.start + 1]
-                        raise DataError(f"{location}: not valid UTF-8 (byte {byte!r} at column "
-                                        f"{e.start + 1})") from None
+                        byte = raw[e.start : e.start + 1]
+                        raise DataError(
+                            f"{location}: not valid UTF-8 (byte {byte!r} at column {e.start + 1})"
+                        ) from None
                     bad += 1
                     stats.skip(location)
                     continue
@@ -258,16 +281,22 @@ def _tfds_reader(name, data_dir, split, feature, strict, stats):
         raise FileNotFoundError(
             f"TFDS dataset {name!r} is not prepared in {data_dir or 'the default TFDS data_dir'}; albert_tf "
             f"reads prepared data only (prepare it first with `tfds build` or "
-            f"builder.download_and_prepare(), or pass the data_dir that holds it). TFDS said: {reason}") from None
+            f"builder.download_and_prepare(), or pass the data_dir that holds it). TFDS said: {reason}"
+        ) from None
     if not builder.is_prepared():
-        raise FileNotFoundError(f"TFDS dataset {name!r} in {builder.data_dir} is not completely prepared")
+        raise FileNotFoundError(
+            f"TFDS dataset {name!r} in {builder.data_dir} is not completely prepared"
+        )
     features = builder.info.features
     if feature not in features:
-        raise ValueError(f"TFDS dataset {name!r} has no feature {feature!r}; "
-                         f"features: {sorted(features.keys())}")
+        raise ValueError(
+            f"TFDS dataset {name!r} has no feature {feature!r}; features: {sorted(features.keys())}"
+        )
     if split not in builder.info.splits:
-        raise ValueError(f"TFDS dataset {name!r} has no split {split!r}; "
-                         f"splits: {sorted(builder.info.splits.keys())}")
+        raise ValueError(
+            f"TFDS dataset {name!r} has no split {split!r}; "
+            f"splits: {sorted(builder.info.splits.keys())}"
+        )
 
     def read():
         dataset = builder.as_dataset(split=split, shuffle_files=False)
@@ -279,7 +308,9 @@ def _tfds_reader(name, data_dir, split, feature, strict, stats):
             except UnicodeDecodeError:
                 location = f"tfds:{name}[{split}]:{i}"
                 if strict:
-                    raise ValueError(f"{location}: feature {feature!r} is not valid UTF-8") from None
+                    raise ValueError(
+                        f"{location}: feature {feature!r} is not valid UTF-8"
+                    ) from None
                 stats.skip(location)
                 continue
             document = [s for paragraph in text.split("\n") for s in split_sentences(paragraph)]
@@ -297,7 +328,9 @@ DOCSTRINGS_FORMAT_VERSION = 2  # bump when the extraction rules below change (in
 
 
 def default_cache_dir():
-    return os.environ.get("ALBERT_TF_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "albert_tf")
+    return os.environ.get("ALBERT_TF_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "albert_tf"
+    )
 
 
 def docstrings_cache_path(packages=BUILTIN_PACKAGES, cache_dir=None):
@@ -308,8 +341,12 @@ def docstrings_cache_path(packages=BUILTIN_PACKAGES, cache_dir=None):
             versions.append(f"{name}={importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
             versions.append(f"{name}=?")
-    key = hashlib.sha256(f"{DOCSTRINGS_FORMAT_VERSION}|{'|'.join(versions)}".encode()).hexdigest()[:16]
-    return os.path.join(cache_dir or default_cache_dir(), f"docstrings-{'-'.join(packages)}-{key}.txt")
+    key = hashlib.sha256(f"{DOCSTRINGS_FORMAT_VERSION}|{'|'.join(versions)}".encode()).hexdigest()[
+        :16
+    ]
+    return os.path.join(
+        cache_dir or default_cache_dir(), f"docstrings-{'-'.join(packages)}-{key}.txt"
+    )
 
 
 def package_source_files(packages=BUILTIN_PACKAGES):
@@ -322,8 +359,13 @@ def package_source_files(packages=BUILTIN_PACKAGES):
         for location in sorted(spec.submodule_search_locations):
             for root, dirs, names in os.walk(location):
                 dirs[:] = [d for d in dirs if d not in ("tests", "testing", "__pycache__")]
-                files.extend(os.path.join(root, n) for n in names
-                             if n.endswith(".py") and not n.endswith("_test.py") and not n.startswith("test_"))
+                files.extend(
+                    os.path.join(root, n)
+                    for n in names
+                    if n.endswith(".py")
+                    and not n.endswith("_test.py")
+                    and not n.startswith("test_")
+                )
     return sorted(files)
 
 
@@ -342,16 +384,25 @@ def _docstrings_reader(packages, cache_dir, stats):
             with tf.io.gfile.GFile(tmp_path, "w") as out:
                 for n, path in enumerate(files):
                     if n % 500 == 0:
-                        logging.info("builtin:docstrings: %d/%d source files, %.1f MB of text",
-                                     n, len(files), size / 1e6)
+                        logging.info(
+                            "builtin:docstrings: %d/%d source files, %.1f MB of text",
+                            n,
+                            len(files),
+                            size / 1e6,
+                        )
                     for document in _file_docstrings(path):
                         text = "\n".join(document) + "\n\n"
                         size += len(text.encode("utf-8"))
                         out.write(text)
                         yield document
             tf.io.gfile.rename(tmp_path, cache_path, overwrite=True)
-            logging.info("builtin:docstrings: %.1f MB from %d files in %.1fs, cached in %s",
-                         size / 1e6, len(files), time.time() - start, cache_path)
+            logging.info(
+                "builtin:docstrings: %.1f MB from %d files in %.1fs, cached in %s",
+                size / 1e6,
+                len(files),
+                time.time() - start,
+                cache_path,
+            )
         finally:
             if tf.io.gfile.exists(tmp_path):
                 tf.io.gfile.remove(tmp_path)
@@ -377,18 +428,26 @@ def _file_docstrings(path):
                     yield document
 
 
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns?|Yields?|Raises|Attributes|"
-                      r"Input shape|Output shape|Call arguments|Notes?|See Also|References|Warnings?|"
-                      r"Examples?|Usage|Example usage|Standalone usage|Methods|Properties)\s*:?$", re.I)
-_CODE_SECTION = re.compile(r"^(Examples?|Usage|Example usage|Standalone usage|Methods|Properties|"
-                           r"See Also|References)\b", re.I)
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Returns?|Yields?|Raises|Attributes|"
+    r"Input shape|Output shape|Call arguments|Notes?|See Also|References|Warnings?|"
+    r"Examples?|Usage|Example usage|Standalone usage|Methods|Properties)\s*:?$",
+    re.I,
+)
+_CODE_SECTION = re.compile(
+    r"^(Examples?|Usage|Example usage|Standalone usage|Methods|Properties|"
+    r"See Also|References)\b",
+    re.I,
+)
 _UNDERLINE = re.compile(r"^\s*([-=~^*#`]{3,})\s*$")
 _ARG_HEAD = re.compile(r"^\s*\*{0,2}[A-Za-z_][\w.*]*(\s*\([^)]*\))?\s*:\s*")
 _NUMPY_PARAM = re.compile(r"^[A-Za-z_*][\w*, ]*\s:(\s|$)")  # "x, y : array_like, optional"
 _ROLE = re.compile(r":[a-z]+(:[a-z]+)?:`~?([^`<]*?)(\s*<[^>]*>)?`")
-_CODE_LIKE = re.compile(r"(^\s*(>>>|\.\.\.|\.\. |@|#|\$|import |from \w+ import|def |class |"
-                        r"\||\+[-=]|[{}\[\]]|[A-Za-z_][\w.]*\s*=[^=])|[;{}]|=>|==|\w\(.*\)\s*$|"
-                        r"https?://)")
+_CODE_LIKE = re.compile(
+    r"(^\s*(>>>|\.\.\.|\.\. |@|#|\$|import |from \w+ import|def |class |"
+    r"\||\+[-=]|[{}\[\]]|[A-Za-z_][\w.]*\s*=[^=])|[;{}]|=>|==|\w\(.*\)\s*$|"
+    r"https?://)"
+)
 _WORD = re.compile(r"[A-Za-z]+")
 
 
@@ -469,6 +528,10 @@ def docstring_sentences(doc):
     for paragraph in paragraphs:
         for sentence in split_sentences(paragraph):
             words = _WORD.findall(sentence)
-            if len(words) >= 3 and (sentence[0].isupper() or sentence[0] == "`") and sentence[-1] in ".!?:)\"'":
+            if (
+                len(words) >= 3
+                and (sentence[0].isupper() or sentence[0] == "`")
+                and sentence[-1] in ".!?:)\"'"
+            ):
                 sentences.append(sentence)
     return sentences

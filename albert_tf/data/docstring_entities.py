@@ -24,6 +24,7 @@ sees the words it will be served. The tags are IOB2; sentences without code are 
 >>> tags
 ['O', 'O', 'B-LIT', 'O', 'O', 'O', 'B-API', 'I-API', 'I-API', 'O', 'O', 'O', 'O']
 """
+
 import os
 import re
 import unicodedata
@@ -107,8 +108,9 @@ def tag_marked_sentence(sentence):
     return (words, tags) if words else None
 
 
-def docstring_code_sentences(packages=("tensorflow", "keras", "numpy"), max_sentences=6000,
-                             max_words=80, cache_dir=None):
+def docstring_code_sentences(
+    packages=("tensorflow", "keras", "numpy"), max_sentences=6000, max_words=80, cache_dir=None
+):
     """Tagged sentences [(words, tags)] from the built-in docstrings corpus, in corpus order,
     grouped by document ([[(words, tags), ...], ...]). A sentence seen before is dropped (the
     packages repeat boilerplate), so no sentence is in two splits."""
@@ -124,7 +126,7 @@ def docstring_code_sentences(packages=("tensorflow", "keras", "numpy"), max_sent
             seen.add(sentence)
             tagged.append(words_tags)
         if tagged:
-            documents.append(tagged[:max_sentences - total])
+            documents.append(tagged[: max_sentences - total])
             total += len(documents[-1])
         if total >= max_sentences:
             break
@@ -151,15 +153,24 @@ def docstring_code_splits(dev_fraction=0.15, test_fraction=0.15, seed=0, **corpu
     order = np.random.default_rng(seed).permutation(len(documents))
     n_dev = max(1, int(round(dev_fraction * len(documents))))
     n_test = max(1, int(round(test_fraction * len(documents))))
-    splits = {"train": order[n_dev + n_test:], "dev": order[:n_dev],
-              "test": order[n_dev:n_dev + n_test]}
+    splits = {
+        "train": order[n_dev + n_test :],
+        "dev": order[:n_dev],
+        "test": order[n_dev : n_dev + n_test],
+    }
     out = {}
     for split, indices in splits.items():
         out[split] = [documents[i] for i in sorted(indices)]
         sentences = sum(len(d) for d in out[split])
         entities = sum(t.startswith("B-") for d in out[split] for _, tags in d for t in tags)
-        logging.info("%s %s: %d documents, %d sentences, %d entities", DOCSTRING_CODE, split,
-                     len(out[split]), sentences, entities)
+        logging.info(
+            "%s %s: %d documents, %d sentences, %d entities",
+            DOCSTRING_CODE,
+            split,
+            len(out[split]),
+            sentences,
+            entities,
+        )
     return out
 
 

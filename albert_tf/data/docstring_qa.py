@@ -15,6 +15,7 @@ no answer (`is_impossible`).
 >>> [(q, a, context[s:s + len(a)]) for q, a, s in questions]
 [('Returns ___ if x is finite.', 'True', 'True'), ('Returns True if ___ is finite.', 'x', 'x'), ('See ___.', 'np.isfinite', 'np.isfinite')]
 """
+
 import json
 import re
 
@@ -38,9 +39,14 @@ def paragraph_questions(sentences, max_questions_per_sentence=2):
             position = 0
             for i, part in enumerate(parts):
                 if i % 2 == 1 and part.strip() and asked < max_questions_per_sentence:
-                    question = "".join(parts[:i]) + BLANK + "".join(parts[i + 1:])
-                    questions.append((question, part.strip(),
-                                      offset + position + (len(part) - len(part.lstrip()))))
+                    question = "".join(parts[:i]) + BLANK + "".join(parts[i + 1 :])
+                    questions.append(
+                        (
+                            question,
+                            part.strip(),
+                            offset + position + (len(part) - len(part.lstrip())),
+                        )
+                    )
                     asked += 1
                 position += len(part)
         context_parts.append(plain)
@@ -48,8 +54,14 @@ def paragraph_questions(sentences, max_questions_per_sentence=2):
     return " ".join(context_parts), questions
 
 
-def docstring_squad(version_2_with_negative=False, max_paragraphs=400, max_sentences=4,
-                    seed=0, packages=("tensorflow", "keras", "numpy"), cache_dir=None):
+def docstring_squad(
+    version_2_with_negative=False,
+    max_paragraphs=400,
+    max_sentences=4,
+    seed=0,
+    packages=("tensorflow", "keras", "numpy"),
+    cache_dir=None,
+):
     """A SQuAD-format dict ({"version", "data": [...]}) from the built-in docstrings corpus."""
     from albert_tf.data.corpora import iter_documents  # the corpus scraper imports the packages
 
@@ -67,19 +79,28 @@ def docstring_squad(version_2_with_negative=False, max_paragraphs=400, max_sente
         qas = []
         for question, answer, start in questions:
             number += 1
-            qas.append({"id": f"docstring-{number}", "question": question,
-                        "answers": [{"text": answer, "answer_start": start}],
-                        **({"is_impossible": False} if version_2_with_negative else {})})
+            qas.append(
+                {
+                    "id": f"docstring-{number}",
+                    "question": question,
+                    "answers": [{"text": answer, "answer_start": start}],
+                    **({"is_impossible": False} if version_2_with_negative else {}),
+                }
+            )
         if version_2_with_negative and len(paragraphs) > 1 and p % 3 == 0:
-            other = paragraphs[(p + 1 + int(rng.integers(len(paragraphs) - 1)))
-                               % len(paragraphs)]
+            other = paragraphs[(p + 1 + int(rng.integers(len(paragraphs) - 1))) % len(paragraphs)]
             question = other[1][0][0]
             if other[1][0][1] not in context:
                 number += 1
-                qas.append({"id": f"docstring-{number}", "question": question, "answers": [],
-                            "is_impossible": True})
-        data.append({"title": f"paragraph-{p}", "paragraphs": [{"context": context,
-                                                                 "qas": qas}]})
+                qas.append(
+                    {
+                        "id": f"docstring-{number}",
+                        "question": question,
+                        "answers": [],
+                        "is_impossible": True,
+                    }
+                )
+        data.append({"title": f"paragraph-{p}", "paragraphs": [{"context": context, "qas": qas}]})
     return {"version": "v2.0" if version_2_with_negative else "1.1", "data": data}
 
 
@@ -92,7 +113,8 @@ def write_docstring_squad(train_path, dev_path, dev_fraction=0.2, seed=0, **opti
     counts = []
     for path, indices in ((train_path, order[n_dev:]), (dev_path, order[:n_dev])):
         articles = [dataset["data"][i] for i in sorted(indices)]
-        files.write_atomic(path, json.dumps({"version": dataset["version"], "data": articles},
-                                            ensure_ascii=False))
+        files.write_atomic(
+            path, json.dumps({"version": dataset["version"], "data": articles}, ensure_ascii=False)
+        )
         counts.append(sum(len(p["qas"]) for a in articles for p in a["paragraphs"]))
     return tuple(counts)

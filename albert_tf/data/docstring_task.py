@@ -1,5 +1,6 @@
 """The built-in offline classification task "docstring-source": which library (tensorflow,
 keras or numpy) a docstring paragraph of the installed packages comes from."""
+
 import numpy as np
 from absl import logging
 
@@ -8,9 +9,15 @@ from albert_tf.data.task_spec import Examples, TaskSpec
 DOCSTRING_SOURCE = "docstring-source"
 
 
-def docstring_source_splits(packages=("tensorflow", "keras", "numpy"), per_class=500,
-                            dev_fraction=0.2, min_words=12, max_sentences=3, seed=0,
-                            cache_dir=None):
+def docstring_source_splits(
+    packages=("tensorflow", "keras", "numpy"),
+    per_class=500,
+    dev_fraction=0.2,
+    min_words=12,
+    max_sentences=3,
+    seed=0,
+    cache_dir=None,
+):
     """A real, offline classification task: which library a docstring paragraph comes from.
 
     Documents of `albert_tf.data.corpora`'s "builtin:docstrings" corpus are read one package at a
@@ -25,8 +32,9 @@ def docstring_source_splits(packages=("tensorflow", "keras", "numpy"), per_class
     by_package = {}
     for package in packages:
         texts = []
-        for document in iter_documents("builtin:docstrings", packages=(package,),
-                                       cache_dir=cache_dir):
+        for document in iter_documents(
+            "builtin:docstrings", packages=(package,), cache_dir=cache_dir
+        ):
             text = " ".join(document[:max_sentences])
             if len(text.split()) >= min_words:
                 texts.append(text)
@@ -50,7 +58,9 @@ def docstring_source_splits(packages=("tensorflow", "keras", "numpy"), per_class
     out = {}
     for split, (texts, labels) in splits.items():
         order = rng.permutation(len(texts))
-        out[split] = Examples(texts=[texts[i] for i in order],
-                              labels=np.asarray(labels, np.int32)[order],
-                              source=f"builtin:docstrings ({', '.join(packages)}) {split}")
+        out[split] = Examples(
+            texts=[texts[i] for i in order],
+            labels=np.asarray(labels, np.int32)[order],
+            source=f"builtin:docstrings ({', '.join(packages)}) {split}",
+        )
     return task, out

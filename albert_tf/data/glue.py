@@ -5,6 +5,7 @@ standard GLUE TSV directories or from prepared TFDS `glue/*` datasets.
 >>> task.labels, task.metrics, task.is_pair
 (('0', '1'), ('accuracy', 'f1'), True)
 """
+
 import os
 
 import tensorflow as tf
@@ -17,41 +18,131 @@ _NLI_2 = ("entailment", "not_entailment")
 
 GLUE_TASKS = {
     # CoLA train/dev have no header: source, label, original label, sentence.
-    "cola": TaskSpec("cola", ("0", "1"), ("matthews_corrcoef", "accuracy"), (3,), 1, header=False,
-                 test_text_columns=("sentence",), glue_dir="CoLA", tfds_name="glue/cola",
-                 tfds_text_features=("sentence",)),
-    "sst-2": TaskSpec("sst-2", ("0", "1"), ("accuracy",), ("sentence",), "label", glue_dir="SST-2",
-                  tfds_name="glue/sst2", tfds_text_features=("sentence",)),
-    "mrpc": TaskSpec("mrpc", ("0", "1"), ("accuracy", "f1"), ("#1 String", "#2 String"), "Quality",
-                 glue_dir="MRPC", tfds_name="glue/mrpc", tfds_text_features=_GLUE_PAIR),
-    "sts-b": TaskSpec("sts-b", None, ("pearson", "spearman"), _GLUE_PAIR, "score", glue_dir="STS-B",
-                  tfds_name="glue/stsb", tfds_text_features=_GLUE_PAIR),
-    "qqp": TaskSpec("qqp", ("0", "1"), ("accuracy", "f1"), ("question1", "question2"), "is_duplicate",
-                glue_dir="QQP", tfds_name="glue/qqp", tfds_text_features=("question1", "question2")),
-    "mnli": TaskSpec("mnli", ("contradiction", "entailment", "neutral"), ("accuracy",), _GLUE_PAIR,
-                 "gold_label", glue_dir="MNLI",
-                 files=(("train", "train.tsv"), ("dev", "dev_matched.tsv"),
-                        ("test", "test_matched.tsv")),
-                 tfds_name="glue/mnli", tfds_text_features=("premise", "hypothesis"),
-                 tfds_splits=(("train", "train"), ("dev", "validation_matched"),
-                              ("test", "test_matched"))),
-    "mnli-mm": TaskSpec("mnli-mm", ("contradiction", "entailment", "neutral"), ("accuracy",),
-                    _GLUE_PAIR, "gold_label", glue_dir="MNLI",
-                    files=(("train", "train.tsv"), ("dev", "dev_mismatched.tsv"),
-                           ("test", "test_mismatched.tsv")),
-                    tfds_name="glue/mnli", tfds_text_features=("premise", "hypothesis"),
-                    tfds_splits=(("train", "train"), ("dev", "validation_mismatched"),
-                                 ("test", "test_mismatched"))),
-    "qnli": TaskSpec("qnli", _NLI_2, ("accuracy",), ("question", "sentence"), "label",
-                 glue_dir="QNLI", tfds_name="glue/qnli", tfds_text_features=("question", "sentence")),
-    "rte": TaskSpec("rte", _NLI_2, ("accuracy",), _GLUE_PAIR, "label", glue_dir="RTE",
-                tfds_name="glue/rte", tfds_text_features=_GLUE_PAIR),
-    "wnli": TaskSpec("wnli", ("0", "1"), ("accuracy",), _GLUE_PAIR, "label", glue_dir="WNLI",
-                 tfds_name="glue/wnli", tfds_text_features=_GLUE_PAIR),
+    "cola": TaskSpec(
+        "cola",
+        ("0", "1"),
+        ("matthews_corrcoef", "accuracy"),
+        (3,),
+        1,
+        header=False,
+        test_text_columns=("sentence",),
+        glue_dir="CoLA",
+        tfds_name="glue/cola",
+        tfds_text_features=("sentence",),
+    ),
+    "sst-2": TaskSpec(
+        "sst-2",
+        ("0", "1"),
+        ("accuracy",),
+        ("sentence",),
+        "label",
+        glue_dir="SST-2",
+        tfds_name="glue/sst2",
+        tfds_text_features=("sentence",),
+    ),
+    "mrpc": TaskSpec(
+        "mrpc",
+        ("0", "1"),
+        ("accuracy", "f1"),
+        ("#1 String", "#2 String"),
+        "Quality",
+        glue_dir="MRPC",
+        tfds_name="glue/mrpc",
+        tfds_text_features=_GLUE_PAIR,
+    ),
+    "sts-b": TaskSpec(
+        "sts-b",
+        None,
+        ("pearson", "spearman"),
+        _GLUE_PAIR,
+        "score",
+        glue_dir="STS-B",
+        tfds_name="glue/stsb",
+        tfds_text_features=_GLUE_PAIR,
+    ),
+    "qqp": TaskSpec(
+        "qqp",
+        ("0", "1"),
+        ("accuracy", "f1"),
+        ("question1", "question2"),
+        "is_duplicate",
+        glue_dir="QQP",
+        tfds_name="glue/qqp",
+        tfds_text_features=("question1", "question2"),
+    ),
+    "mnli": TaskSpec(
+        "mnli",
+        ("contradiction", "entailment", "neutral"),
+        ("accuracy",),
+        _GLUE_PAIR,
+        "gold_label",
+        glue_dir="MNLI",
+        files=(("train", "train.tsv"), ("dev", "dev_matched.tsv"), ("test", "test_matched.tsv")),
+        tfds_name="glue/mnli",
+        tfds_text_features=("premise", "hypothesis"),
+        tfds_splits=(("train", "train"), ("dev", "validation_matched"), ("test", "test_matched")),
+    ),
+    "mnli-mm": TaskSpec(
+        "mnli-mm",
+        ("contradiction", "entailment", "neutral"),
+        ("accuracy",),
+        _GLUE_PAIR,
+        "gold_label",
+        glue_dir="MNLI",
+        files=(
+            ("train", "train.tsv"),
+            ("dev", "dev_mismatched.tsv"),
+            ("test", "test_mismatched.tsv"),
+        ),
+        tfds_name="glue/mnli",
+        tfds_text_features=("premise", "hypothesis"),
+        tfds_splits=(
+            ("train", "train"),
+            ("dev", "validation_mismatched"),
+            ("test", "test_mismatched"),
+        ),
+    ),
+    "qnli": TaskSpec(
+        "qnli",
+        _NLI_2,
+        ("accuracy",),
+        ("question", "sentence"),
+        "label",
+        glue_dir="QNLI",
+        tfds_name="glue/qnli",
+        tfds_text_features=("question", "sentence"),
+    ),
+    "rte": TaskSpec(
+        "rte",
+        _NLI_2,
+        ("accuracy",),
+        _GLUE_PAIR,
+        "label",
+        glue_dir="RTE",
+        tfds_name="glue/rte",
+        tfds_text_features=_GLUE_PAIR,
+    ),
+    "wnli": TaskSpec(
+        "wnli",
+        ("0", "1"),
+        ("accuracy",),
+        _GLUE_PAIR,
+        "label",
+        glue_dir="WNLI",
+        tfds_name="glue/wnli",
+        tfds_text_features=_GLUE_PAIR,
+    ),
 }
 
-_ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "sts": "sts-b", "mismnli": "mnli-mm",
-            "mnli-m": "mnli", "mnli_matched": "mnli", "mnli_mismatched": "mnli-mm"}
+_ALIASES = {
+    "sst2": "sst-2",
+    "stsb": "sts-b",
+    "sts": "sts-b",
+    "mismnli": "mnli-mm",
+    "mnli-m": "mnli",
+    "mnli_matched": "mnli",
+    "mnli_mismatched": "mnli-mm",
+}
 
 
 def get_task(name):
@@ -59,8 +150,10 @@ def get_task(name):
     key = name.lower().strip()
     key = _ALIASES.get(key, key)
     if key not in GLUE_TASKS:
-        raise ValueError(f"unknown task {name!r}; GLUE tasks: {', '.join(sorted(GLUE_TASKS))} "
-                         "(for any other data give train/eval files with named columns)")
+        raise ValueError(
+            f"unknown task {name!r}; GLUE tasks: {', '.join(sorted(GLUE_TASKS))} "
+            "(for any other data give train/eval files with named columns)"
+        )
     return GLUE_TASKS[key]
 
 
@@ -79,15 +172,23 @@ def read_glue_examples(task, data_dir, split, skip_bad_lines=False):
     if not tf.io.gfile.exists(path):
         path = os.path.join(data_dir, task.glue_dir, name)
     if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{split} data of task {task.name!r} not found: looked for "
-                                f"{os.path.join(data_dir, task.glue_dir, name)} and "
-                                f"{os.path.join(data_dir, name)}")
+        raise FileNotFoundError(
+            f"{split} data of task {task.name!r} not found: looked for "
+            f"{os.path.join(data_dir, task.glue_dir, name)} and "
+            f"{os.path.join(data_dir, name)}"
+        )
     test = split == "test"
     columns = (task.test_text_columns or task.text_columns) if test else task.text_columns
     header = task.test_header if test else task.header
-    texts, pairs, labels = read_delimited(path, label_parser(task), columns,
-                                           None if test else task.label_column, header, "\t",
-                                           skip_bad_lines)
+    texts, pairs, labels = read_delimited(
+        path,
+        label_parser(task),
+        columns,
+        None if test else task.label_column,
+        header,
+        "\t",
+        skip_bad_lines,
+    )
     return make_examples(task, texts, pairs, labels, not test, path)
 
 
@@ -106,7 +207,8 @@ def read_tfds_examples(task, split, data_dir=None):
         raise FileNotFoundError(
             f"TFDS dataset {task.tfds_name} split {splits[split]} is not prepared under "
             f"{data_dir or '~/tensorflow_datasets'}: {e}. Prepare it with "
-            f"`tfds build {task.tfds_name} --data_dir=...` or use the GLUE TSV files.") from None
+            f"`tfds build {task.tfds_name} --data_dir=...` or use the GLUE TSV files."
+        ) from None
     names = None if task.is_regression else builder.info.features["label"].names
     texts, pairs, labels = [], [], []
     unlabelled = 0
@@ -127,8 +229,10 @@ def read_tfds_examples(task, split, data_dir=None):
             labels.append(task.labels.index(name if name in task.labels else str(raw)))
     labelled = unlabelled == 0
     if unlabelled and unlabelled != len(texts):
-        raise DataError(f"{task.tfds_name}/{splits[split]}: {unlabelled} of {len(texts)} examples "
-                        "have no label (-1)")
-    return make_examples(task, texts, pairs, labels, labelled, f"tfds:{task.tfds_name}/{splits[split]}")
-
-
+        raise DataError(
+            f"{task.tfds_name}/{splits[split]}: {unlabelled} of {len(texts)} examples "
+            "have no label (-1)"
+        )
+    return make_examples(
+        task, texts, pairs, labels, labelled, f"tfds:{task.tfds_name}/{splits[split]}"
+    )

@@ -14,6 +14,7 @@ through and raises a DataError naming the corrupt or truncated one and the recor
 >>> check_pretraining_inputs(sources, max_seq_length=512,
 ...                          max_predictions_per_seq=20)  # doctest: +SKIP
 """
+
 import os
 import re
 
@@ -55,7 +56,10 @@ def _first_records(record_files, flag):
     cannot be read. One parallel pass; file by file only to find the one that failed it."""
     dataset = tf.data.Dataset.from_tensor_slices(record_files).interleave(
         lambda path: tf.data.TFRecordDataset(path).take(1).map(lambda record: (path, record)),
-        cycle_length=_PARALLEL_READS, num_parallel_calls=_PARALLEL_READS, deterministic=False)
+        cycle_length=_PARALLEL_READS,
+        num_parallel_calls=_PARALLEL_READS,
+        deterministic=False,
+    )
     try:
         return {path.numpy().decode(): record.numpy() for path, record in dataset}
     except tf.errors.OpError:
@@ -66,8 +70,10 @@ def _first_records(record_files, flag):
             for record in tf.data.TFRecordDataset(path).take(1):
                 first[path] = record.numpy()
         except tf.errors.OpError as e:
-            raise DataError(f"{path} (--{flag}) is not a TFRecord file of create_pretraining_data: "
-                            f"its first record cannot be read: {_reason(e)}") from None
+            raise DataError(
+                f"{path} (--{flag}) is not a TFRecord file of create_pretraining_data: "
+                f"its first record cannot be read: {_reason(e)}"
+            ) from None
     return first
 
 
@@ -75,8 +81,10 @@ def _settings_note(summary):
     if summary is None:
         return ""
     path, values = summary
-    return (f" (its summary {path}: max_seq_length={values.get('max_seq_length')}, "
-            f"max_predictions_per_seq={values.get('max_predictions_per_seq')})")
+    return (
+        f" (its summary {path}: max_seq_length={values.get('max_seq_length')}, "
+        f"max_predictions_per_seq={values.get('max_predictions_per_seq')})"
+    )
 
 
 def _record_shape(path, record, flag, dynamic_masking):
@@ -85,43 +93,55 @@ def _record_shape(path, record, flag, dynamic_masking):
     try:
         features = tf.train.Example.FromString(record).features.feature
     except Exception:  # google.protobuf.message.DecodeError
-        raise DataError(f"{path} (--{flag}) is not a file of pretraining records: its first record "
-                        "is not a tf.train.Example") from None
+        raise DataError(
+            f"{path} (--{flag}) is not a file of pretraining records: its first record "
+            "is not a tf.train.Example"
+        ) from None
     missing = [name for name in _REQUIRED if name not in features]
     if missing:
-        raise DataError(f"{path} (--{flag}) holds records without {', '.join(missing)}: not "
-                        "pretraining records of create_pretraining_data")
+        raise DataError(
+            f"{path} (--{flag}) holds records without {', '.join(missing)}: not "
+            "pretraining records of create_pretraining_data"
+        )
     masked = "masked_lm_positions" in features
     if not masked and not dynamic_masking:
-        raise DataError(f"{path} (--{flag}) holds unmasked records (create_pretraining_data "
-                        "--no_masking): train on them with --dynamic_masking")
+        raise DataError(
+            f"{path} (--{flag}) holds unmasked records (create_pretraining_data "
+            "--no_masking): train on them with --dynamic_masking"
+        )
     if dynamic_masking and "token_boundary" not in features:
-        raise DataError(f"{path} (--{flag}) has no token_boundary feature: --dynamic_masking needs "
-                        "the word boundaries that albert_tf's create_pretraining_data writes")
+        raise DataError(
+            f"{path} (--{flag}) has no token_boundary feature: --dynamic_masking needs "
+            "the word boundaries that albert_tf's create_pretraining_data writes"
+        )
     predictions = len(features["masked_lm_positions"].int64_list.value) if masked else None
     return len(features["input_ids"].int64_list.value), predictions
 
 
-def _check_shape(path, flag, found, summary, max_seq_length, max_predictions_per_seq,
-                 empty=False):
+def _check_shape(path, flag, found, summary, max_seq_length, max_predictions_per_seq, empty=False):
     """InvalidFlagError when `found` = (length, predictions or None) differs from the flags
     (`empty`: the file holds no record, `found` comes from its summary)."""
     length, predictions = found
-    holds = f"{path} (--{flag}) " + ("is empty; its summary gives records" if empty else
-                                     "holds records")
+    holds = f"{path} (--{flag}) " + (
+        "is empty; its summary gives records" if empty else "holds records"
+    )
     note = _settings_note(summary)
     if length != max_seq_length:
-        raise InvalidFlagError(f"--max_seq_length={max_seq_length} but {holds} of length {length}"
-                               f"{note}; pass --max_seq_length={length} or recreate the records")
+        raise InvalidFlagError(
+            f"--max_seq_length={max_seq_length} but {holds} of length {length}"
+            f"{note}; pass --max_seq_length={length} or recreate the records"
+        )
     if predictions is not None and predictions != max_predictions_per_seq:
         raise InvalidFlagError(
             f"--max_predictions_per_seq={max_predictions_per_seq} but {holds} with "
             f"{predictions} masked positions{note}; pass --max_predictions_per_seq={predictions} "
-            "or recreate the records")
+            "or recreate the records"
+        )
 
 
-def check_pretraining_inputs(sources, max_seq_length, max_predictions_per_seq,
-                             dynamic_masking=False):
+def check_pretraining_inputs(
+    sources, max_seq_length, max_predictions_per_seq, dynamic_masking=False
+):
     """Checks the files of `sources` ({flag name: comma-separated globs or None}) before training.
 
     Returns {flag: [record files]}. Raises InvalidFlagError (a glob matching no record file, or
@@ -137,8 +157,9 @@ def check_pretraining_inputs(sources, max_seq_length, max_predictions_per_seq,
         except FileNotFoundError as e:
             raise InvalidFlagError(f"--{flag}: {e}") from None
         for path in side_files:
-            logging.warning("--%s: skipping %s, written beside the records (not records)", flag,
-                            path)
+            logging.warning(
+                "--%s: skipping %s, written beside the records (not records)", flag, path
+            )
         summaries = _summaries(record_files)
         first = _first_records(record_files, flag)
         masked_files = {}
@@ -150,14 +171,24 @@ def check_pretraining_inputs(sources, max_seq_length, max_predictions_per_seq,
                 logging.warning("--%s: %s holds no record", flag, path)
                 if summary is None:
                     continue
-                found = tuple(summary[1].get(key) for key in (
-                    "max_seq_length", "max_predictions_per_seq"))
-            _check_shape(path, flag, found, summary, max_seq_length, max_predictions_per_seq,
-                         empty=path not in first)
+                found = tuple(
+                    summary[1].get(key) for key in ("max_seq_length", "max_predictions_per_seq")
+                )
+            _check_shape(
+                path,
+                flag,
+                found,
+                summary,
+                max_seq_length,
+                max_predictions_per_seq,
+                empty=path not in first,
+            )
             masked_files.setdefault(found[1] is not None, path)
         if len(masked_files) > 1:
-            raise DataError(f"--{flag} mixes masked records ({masked_files[True]}) and unmasked "
-                            f"ones ({masked_files[False]}); give files of one kind")
+            raise DataError(
+                f"--{flag} mixes masked records ({masked_files[True]}) and unmasked "
+                f"ones ({masked_files[False]}); give files of one kind"
+            )
         checked[flag] = record_files
     return checked
 
@@ -180,6 +211,7 @@ def locate_data_loss(sources):
                 for _ in tf.data.TFRecordDataset(path):
                     index += 1
             except tf.errors.DataLossError as e:
-                raise DataError(f"{path} (--{flag}): record {index} is corrupt or truncated "
-                                f"({_reason(e)}); recreate the file or leave it out of --{flag}"
-                                ) from None
+                raise DataError(
+                    f"{path} (--{flag}): record {index} is corrupt or truncated "
+                    f"({_reason(e)}); recreate the file or leave it out of --{flag}"
+                ) from None

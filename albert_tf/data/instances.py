@@ -23,6 +23,7 @@ Differences from the original, all for determinism and bounded memory:
 >>> out[0].input_ids[0], out[0].input_ids[-1]
 (2, 3)
 """
+
 import dataclasses
 import random
 from typing import List, Optional, Sequence
@@ -37,16 +38,22 @@ class InstanceConfig:
     max_seq_length: int = 512
     short_seq_prob: float = 0.1
     random_next_sentence: bool = False
-    masking: Optional[masking_lib.MaskingConfig] = dataclasses.field(default_factory=masking_lib.MaskingConfig)
+    masking: Optional[masking_lib.MaskingConfig] = dataclasses.field(
+        default_factory=masking_lib.MaskingConfig
+    )
 
     def __post_init__(self):
         if self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), got {self.max_seq_length}")
+            raise ValueError(
+                f"max_seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), got {self.max_seq_length}"
+            )
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise ValueError(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
         if self.masking is not None and self.masking.max_predictions_per_seq > self.max_seq_length:
-            raise ValueError(f"max_predictions_per_seq ({self.masking.max_predictions_per_seq}) exceeds "
-                             f"max_seq_length ({self.max_seq_length})")
+            raise ValueError(
+                f"max_predictions_per_seq ({self.masking.max_predictions_per_seq}) exceeds "
+                f"max_seq_length ({self.max_seq_length})"
+            )
 
 
 @dataclasses.dataclass
@@ -94,8 +101,15 @@ def _random_document(window: Sequence[Document], index: int, rng: random.Random)
     return window[other + (other >= index)]
 
 
-def create_instances(window: Sequence[Document], index: int, rng: random.Random, config: InstanceConfig,
-                     vocab: masking_lib.MaskingVocab, cls_id: int, sep_id: int) -> List[Instance]:
+def create_instances(
+    window: Sequence[Document],
+    index: int,
+    rng: random.Random,
+    config: InstanceConfig,
+    vocab: masking_lib.MaskingVocab,
+    cls_id: int,
+    sep_id: int,
+) -> List[Instance]:
     """All instances of window[index] for one dupe pass."""
     document = window[index]
     sentences = list(zip(document.sentences, document.word_starts))
@@ -131,7 +145,11 @@ def create_instances(window: Sequence[Document], index: int, rng: random.Random,
                     label = 1
             _truncate_pair(a, b, max_num_tokens, rng)
             if a and b:
-                instances.append(_make_instance(a, b, label, is_random_document, rng, config, vocab, cls_id, sep_id))
+                instances.append(
+                    _make_instance(
+                        a, b, label, is_random_document, rng, config, vocab, cls_id, sep_id
+                    )
+                )
             chunk, chunk_length = [], 0
         i += 1
     return instances

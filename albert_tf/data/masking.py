@@ -18,6 +18,7 @@ section 2.3) with these deliberate fixes:
 >>> len(out.positions) == len(out.labels) <= 4
 True
 """
+
 import bisect
 import dataclasses
 import random
@@ -41,7 +42,9 @@ class MaskingConfig:
         if not 0.0 < self.masked_lm_prob <= 1.0:
             raise ValueError(f"masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
         if self.max_predictions_per_seq < 1:
-            raise ValueError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+            raise ValueError(
+                f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}"
+            )
         if self.ngram < 1:
             raise ValueError(f"ngram must be >= 1, got {self.ngram}")
 
@@ -60,7 +63,9 @@ class MaskingVocab:
 
     def __post_init__(self):
         if not self.replacement_ids:
-            raise ValueError("MaskingVocab.replacement_ids is empty: the vocabulary has no ordinary pieces")
+            raise ValueError(
+                "MaskingVocab.replacement_ids is empty: the vocabulary has no ordinary pieces"
+            )
 
     @classmethod
     def from_tokenizer(cls, tokenizer):
@@ -69,12 +74,22 @@ class MaskingVocab:
         Special = pad/unk/[CLS]/[SEP]/[MASK] plus every piece the SentencePiece model marks as
         control, unknown or unused.
         """
-        special = {tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id}
+        special = {
+            tokenizer.pad_id,
+            tokenizer.unk_id,
+            tokenizer.cls_id,
+            tokenizer.sep_id,
+            tokenizer.mask_id,
+        }
         special.update(_control_ids(tokenizer))
         special.discard(None)
         special = {i for i in special if i is not None and i >= 0}
         replacement = tuple(i for i in range(tokenizer.vocab_size) if i not in special)
-        return cls(mask_id=tokenizer.mask_id, special_ids=tuple(sorted(special)), replacement_ids=replacement)
+        return cls(
+            mask_id=tokenizer.mask_id,
+            special_ids=tuple(sorted(special)),
+            replacement_ids=replacement,
+        )
 
 
 def _control_ids(tokenizer):
@@ -85,8 +100,11 @@ def _control_ids(tokenizer):
     import sentencepiece as spm
 
     processor = spm.SentencePieceProcessor(model_proto=proto)
-    return {i for i in range(processor.get_piece_size())
-            if processor.is_control(i) or processor.is_unknown(i) or processor.is_unused(i)}
+    return {
+        i
+        for i in range(processor.get_piece_size())
+        if processor.is_control(i) or processor.is_unknown(i) or processor.is_unused(i)
+    }
 
 
 def ngram_probabilities(ngram: int, favor_shorter_ngram: bool = True) -> List[float]:
@@ -108,7 +126,9 @@ def sample_ngram_length(rng: random.Random, probs: Sequence[float], max_n: int) 
     return min(bisect.bisect_right(cumulative, rng.random() * total), max_n - 1) + 1
 
 
-def group_words(token_ids: Sequence[int], word_starts: Sequence[int], special_ids) -> Tuple[list, list]:
+def group_words(
+    token_ids: Sequence[int], word_starts: Sequence[int], special_ids
+) -> Tuple[list, list]:
     """Groups piece positions into words.
 
     Returns (words, segments): words[k] = [start, end) piece range of word k; segments[k] = index of
@@ -148,8 +168,13 @@ def num_to_predict(length: int, config: MaskingConfig) -> int:
     return min(config.max_predictions_per_seq, max(1, int(round(length * config.masked_lm_prob))))
 
 
-def mask_sequence(token_ids: Sequence[int], word_starts: Sequence[int], rng: random.Random,
-                  config: MaskingConfig, vocab: MaskingVocab) -> MaskedSequence:
+def mask_sequence(
+    token_ids: Sequence[int],
+    word_starts: Sequence[int],
+    rng: random.Random,
+    config: MaskingConfig,
+    vocab: MaskingVocab,
+) -> MaskedSequence:
     """Chooses n-gram whole-word spans and applies 80% [MASK] / 10% keep / 10% random piece.
 
     `token_ids` is the full sequence ([CLS] A [SEP] B [SEP], no padding); `word_starts[i]` is
@@ -170,8 +195,11 @@ def mask_sequence(token_ids: Sequence[int], word_starts: Sequence[int], rng: ran
         if len(positions) >= budget:
             break
         max_n = 1
-        while (max_n < config.ngram and first + max_n < len(words)
-               and segments[first + max_n] == segments[first]):
+        while (
+            max_n < config.ngram
+            and first + max_n < len(words)
+            and segments[first + max_n] == segments[first]
+        ):
             max_n += 1
         n = sample_ngram_length(rng, probs, max_n)
         start = words[first][0]

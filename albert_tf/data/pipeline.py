@@ -14,6 +14,7 @@ next_sentence_labels [B]; and float32 masked_lm_weights [B, max_predictions_per_
 >>> strategy.distribute_datasets_from_function(lambda ctx: pretraining_dataset(
 ...     files, ctx.get_per_replica_batch_size(4096), 512, 20, input_context=ctx))  # doctest: +SKIP
 """
+
 import random
 from typing import Optional, Sequence, Union
 
@@ -59,8 +60,9 @@ def list_files(file_patterns: Union[str, Sequence[str]]) -> list:
     return match_files(file_patterns)[0]
 
 
-def _read_records(files: list, is_training: bool, input_context, seed: Optional[int],
-                  cycle_length: int) -> tf.data.Dataset:
+def _read_records(
+    files: list, is_training: bool, input_context, seed: Optional[int], cycle_length: int
+) -> tf.data.Dataset:
     """Serialized records of this input pipeline's share of `files` (repeated when training).
 
     Files are sharded by input_pipeline_id when there are at least as many files as pipelines;
@@ -73,15 +75,22 @@ def _read_records(files: list, is_training: bool, input_context, seed: Optional[
     if num_pipelines > 1 and not shard_elements:
         dataset = dataset.shard(num_pipelines, pipeline_id)
     elif shard_elements:
-        logging.warning("%d files for %d input pipelines: sharding by record (every pipeline reads every file); "
-                        "write at least as many files as hosts", len(files), num_pipelines)
+        logging.warning(
+            "%d files for %d input pipelines: sharding by record (every pipeline reads every file); "
+            "write at least as many files as hosts",
+            len(files),
+            num_pipelines,
+        )
     if is_training:
         if not shard_elements:
             dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
         dataset = dataset.repeat()
     dataset = dataset.interleave(
-        tf.data.TFRecordDataset, cycle_length=max(1, min(cycle_length, len(files))),
-        num_parallel_calls=_AUTOTUNE, deterministic=(seed is not None or not is_training))
+        tf.data.TFRecordDataset,
+        cycle_length=max(1, min(cycle_length, len(files))),
+        num_parallel_calls=_AUTOTUNE,
+        deterministic=(seed is not None or not is_training),
+    )
     if shard_elements:
         dataset = dataset.shard(num_pipelines, pipeline_id)
     options = tf.data.Options()
@@ -103,16 +112,26 @@ def _to_model_inputs(features: dict) -> dict:
 
 
 def _check_args(batch_size, max_seq_length, max_predictions_per_seq):
-    for name, value in (("batch_size", batch_size), ("max_seq_length", max_seq_length),
-                        ("max_predictions_per_seq", max_predictions_per_seq)):
+    for name, value in (
+        ("batch_size", batch_size),
+        ("max_seq_length", max_seq_length),
+        ("max_predictions_per_seq", max_predictions_per_seq),
+    ):
         if int(value) < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
 
 
-def pretraining_dataset(file_patterns, batch_size: int, max_seq_length: int, max_predictions_per_seq: int,
-                        is_training: bool = True, input_context: Optional[tf.distribute.InputContext] = None,
-                        seed: Optional[int] = None, shuffle_buffer_size: int = 1000,
-                        cycle_length: int = 8) -> tf.data.Dataset:
+def pretraining_dataset(
+    file_patterns,
+    batch_size: int,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    is_training: bool = True,
+    input_context: Optional[tf.distribute.InputContext] = None,
+    seed: Optional[int] = None,
+    shuffle_buffer_size: int = 1000,
+    cycle_length: int = 8,
+) -> tf.data.Dataset:
     """Batches of masked pretraining records, ready for `AlbertPretrainer`.
 
     Training: this pipeline's files (see `_read_records`), shuffled, repeated, interleaved, records
@@ -126,8 +145,11 @@ def pretraining_dataset(file_patterns, batch_size: int, max_seq_length: int, max
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     spec = schema.feature_spec(max_seq_length, max_predictions_per_seq)
     dataset = dataset.batch(batch_size, drop_remainder=True)
-    dataset = dataset.map(lambda records: _to_model_inputs(tf.io.parse_example(records, spec)),
-                          num_parallel_calls=_AUTOTUNE, deterministic=seed is not None or not is_training)
+    dataset = dataset.map(
+        lambda records: _to_model_inputs(tf.io.parse_example(records, spec)),
+        num_parallel_calls=_AUTOTUNE,
+        deterministic=seed is not None or not is_training,
+    )
     return dataset.prefetch(_AUTOTUNE)
 
 
@@ -156,8 +178,13 @@ class _BatchMasker:
             tokens = input_ids[row, :length].copy()
             real = weights[row] > 0
             tokens[positions[row][real]] = labels[row][real]  # undo the record's own masks, if any
-            result = masking.mask_sequence(tokens.tolist(), token_boundary[row, :length].tolist(),
-                                           random.Random(int(seeds[row])), self.config, self.vocab)
+            result = masking.mask_sequence(
+                tokens.tolist(),
+                token_boundary[row, :length].tolist(),
+                random.Random(int(seeds[row])),
+                self.config,
+                self.vocab,
+            )
             n = len(result.positions)
             out_ids[row, :length] = result.token_ids
             out_positions[row, :n] = result.positions
@@ -166,12 +193,23 @@ class _BatchMasker:
         return out_ids, out_positions, out_labels, out_weights
 
 
-def dynamic_masking_dataset(file_patterns, batch_size: int, max_seq_length: int, max_predictions_per_seq: int,
-                            spm_model_file=None, *, vocab: Optional[masking.MaskingVocab] = None,
-                            masked_lm_prob: float = 0.15, ngram: int = 3, favor_shorter_ngram: bool = True,
-                            is_training: bool = True, input_context: Optional[tf.distribute.InputContext] = None,
-                            seed: Optional[int] = None, shuffle_buffer_size: int = 1000,
-                            cycle_length: int = 8) -> tf.data.Dataset:
+def dynamic_masking_dataset(
+    file_patterns,
+    batch_size: int,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    spm_model_file=None,
+    *,
+    vocab: Optional[masking.MaskingVocab] = None,
+    masked_lm_prob: float = 0.15,
+    ngram: int = 3,
+    favor_shorter_ngram: bool = True,
+    is_training: bool = True,
+    input_context: Optional[tf.distribute.InputContext] = None,
+    seed: Optional[int] = None,
+    shuffle_buffer_size: int = 1000,
+    cycle_length: int = 8,
+) -> tf.data.Dataset:
     """Like `pretraining_dataset`, but masks on the fly (new masks every epoch).
 
     Reads records with input_ids, input_mask, segment_ids, token_boundary and
@@ -191,20 +229,28 @@ def dynamic_masking_dataset(file_patterns, batch_size: int, max_seq_length: int,
         from albert_tf.text.tokenizer import SentencePieceTokenizer
 
         vocab = masking.MaskingVocab.from_tokenizer(SentencePieceTokenizer(spm_model_file))
-    config = masking.MaskingConfig(masked_lm_prob, max_predictions_per_seq, ngram, favor_shorter_ngram)
+    config = masking.MaskingConfig(
+        masked_lm_prob, max_predictions_per_seq, ngram, favor_shorter_ngram
+    )
     files = list_files(file_patterns)
     names = _record_features(files[0])
     if "token_boundary" not in names:
-        raise ValueError(f"{files[0]} has no token_boundary feature: dynamic masking needs word boundaries "
-                         "(write records with albert_tf's create_pretraining_data)")
+        raise ValueError(
+            f"{files[0]} has no token_boundary feature: dynamic masking needs word boundaries "
+            "(write records with albert_tf's create_pretraining_data)"
+        )
     masked = "masked_lm_positions" in names
-    spec = schema.feature_spec(max_seq_length, max_predictions_per_seq, masked=masked, token_boundary=True)
+    spec = schema.feature_spec(
+        max_seq_length, max_predictions_per_seq, masked=masked, token_boundary=True
+    )
     if seed is None:
         seed = random.SystemRandom().randrange(2**62)
         deterministic = False
     else:
         deterministic = True
-    records = _read_records(files, is_training, input_context, seed if deterministic else None, cycle_length)
+    records = _read_records(
+        files, is_training, input_context, seed if deterministic else None, cycle_length
+    )
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
     dataset = tf.data.Dataset.zip((records, seeds))
     if is_training:
@@ -215,17 +261,34 @@ def dynamic_masking_dataset(file_patterns, batch_size: int, max_seq_length: int,
     def apply_masks(serialized, element_seeds):
         features = tf.io.parse_example(serialized, spec)
         if masked:
-            old = (features["masked_lm_positions"], features["masked_lm_ids"], features["masked_lm_weights"])
+            old = (
+                features["masked_lm_positions"],
+                features["masked_lm_ids"],
+                features["masked_lm_weights"],
+            )
         else:
             zeros = tf.zeros([batch_size, max_predictions_per_seq], tf.int64)
             old = (zeros, zeros, tf.zeros([batch_size, max_predictions_per_seq], tf.float32))
         ids, positions, labels, weights = tf.numpy_function(
-            masker, [features["input_ids"], features["input_mask"], features["token_boundary"], element_seeds, *old],
-            [tf.int64, tf.int64, tf.int64, tf.float32], stateful=False)
+            masker,
+            [
+                features["input_ids"],
+                features["input_mask"],
+                features["token_boundary"],
+                element_seeds,
+                *old,
+            ],
+            [tf.int64, tf.int64, tf.int64, tf.float32],
+            stateful=False,
+        )
         features["input_ids"] = tf.ensure_shape(ids, [batch_size, max_seq_length])
-        features["masked_lm_positions"] = tf.ensure_shape(positions, [batch_size, max_predictions_per_seq])
+        features["masked_lm_positions"] = tf.ensure_shape(
+            positions, [batch_size, max_predictions_per_seq]
+        )
         features["masked_lm_ids"] = tf.ensure_shape(labels, [batch_size, max_predictions_per_seq])
-        features["masked_lm_weights"] = tf.ensure_shape(weights, [batch_size, max_predictions_per_seq])
+        features["masked_lm_weights"] = tf.ensure_shape(
+            weights, [batch_size, max_predictions_per_seq]
+        )
         return _to_model_inputs(features)
 
     dataset = dataset.map(apply_masks, num_parallel_calls=_AUTOTUNE, deterministic=deterministic)

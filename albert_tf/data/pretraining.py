@@ -21,6 +21,7 @@ summary of this module) as an Apache Beam pipeline.
 >>> summary = create_pretraining_data("builtin:docstrings", "/tmp/out.tfrecord",
 ...     spm_model_file="30k-clean.model", config=CreationConfig(dupe_factor=1))  # doctest: +SKIP
 """
+
 import collections
 import concurrent.futures
 import dataclasses
@@ -31,9 +32,10 @@ from typing import Iterable, Iterator, List, Optional
 
 from absl import logging
 
-from albert_tf.data import instances as instances_lib
 from albert_tf import files
-from albert_tf.data import masking, schema, writer as writer_lib
+from albert_tf.data import instances as instances_lib
+from albert_tf.data import masking, schema
+from albert_tf.data import writer as writer_lib
 from albert_tf.errors import UserError
 from albert_tf.settings import InvalidFlagError
 
@@ -48,7 +50,9 @@ class CorpusTooSmallError(UserError, ValueError):
 class CreationConfig:
     """Everything that determines the output bytes (besides the corpus and the vocabulary)."""
 
-    instance: instances_lib.InstanceConfig = dataclasses.field(default_factory=instances_lib.InstanceConfig)
+    instance: instances_lib.InstanceConfig = dataclasses.field(
+        default_factory=instances_lib.InstanceConfig
+    )
     dupe_factor: int = 40
     random_seed: int = 12345
     document_window: int = 1000
@@ -65,10 +69,16 @@ class CreationConfig:
 
 def new_stats() -> dict:
     return {
-        "documents": 0, "documents_processed": 0, "sentences": 0, "truncated_sentences": 0,
+        "documents": 0,
+        "documents_processed": 0,
+        "sentences": 0,
+        "truncated_sentences": 0,
         "skipped_documents": collections.Counter(),
-        "instances": 0, "tokens": 0, "masked_tokens": 0,
-        "labels": collections.Counter(), "random_document_negatives": 0,
+        "instances": 0,
+        "tokens": 0,
+        "masked_tokens": 0,
+        "labels": collections.Counter(),
+        "random_document_negatives": 0,
         "ngram_lengths": collections.Counter(),
     }
 
@@ -92,8 +102,10 @@ class WindowProcessor:
         self.tokenizer = tokenizer
         self.config = config
         self.vocab = masking.MaskingVocab.from_tokenizer(tokenizer)
-        self.word_start = bytes(int(bool(tokenizer.is_start_piece(tokenizer.id_to_piece(i))))
-                                for i in range(tokenizer.vocab_size))
+        self.word_start = bytes(
+            int(bool(tokenizer.is_start_piece(tokenizer.id_to_piece(i))))
+            for i in range(tokenizer.vocab_size)
+        )
 
     def tokenize(self, document: List[str], stats: dict) -> instances_lib.Document:
         max_tokens = self.config.instance.max_seq_length - 3
@@ -134,12 +146,27 @@ class WindowProcessor:
                     stats["skipped_documents"]["single_sentence_sop"] += 1
                 continue
             rng = instances_lib.document_rng(self.config.random_seed, dupe_pass, first_index + k)
-            for inst in instances_lib.create_instances(window, position, rng, config, self.vocab,
-                                                       self.tokenizer.cls_id, self.tokenizer.sep_id):
-                records.append(schema.encode_instance(
-                    inst.input_ids, inst.segment_ids, inst.token_boundary, inst.next_sentence_label,
-                    config.max_seq_length, config.masking.max_predictions_per_seq if config.masking else 0,
-                    inst.masked_lm_positions, inst.masked_lm_ids))
+            for inst in instances_lib.create_instances(
+                window,
+                position,
+                rng,
+                config,
+                self.vocab,
+                self.tokenizer.cls_id,
+                self.tokenizer.sep_id,
+            ):
+                records.append(
+                    schema.encode_instance(
+                        inst.input_ids,
+                        inst.segment_ids,
+                        inst.token_boundary,
+                        inst.next_sentence_label,
+                        config.max_seq_length,
+                        config.masking.max_predictions_per_seq if config.masking else 0,
+                        inst.masked_lm_positions,
+                        inst.masked_lm_ids,
+                    )
+                )
                 stats["instances"] += 1
                 stats["tokens"] += len(inst.input_ids)
                 stats["labels"][inst.next_sentence_label] += 1
@@ -194,9 +221,9 @@ def _ordered_results(tasks: Iterator[tuple], num_workers: int, initargs: tuple) 
     previous = os.environ.get(albert_tf.LIGHT_IMPORT_ENV)
     os.environ[albert_tf.LIGHT_IMPORT_ENV] = "1"  # the workers never build a model: no TF import
     try:
-        with concurrent.futures.ProcessPoolExecutor(num_workers, mp_context=context,
-                                                    initializer=_init_worker,
-                                                    initargs=initargs) as pool:
+        with concurrent.futures.ProcessPoolExecutor(
+            num_workers, mp_context=context, initializer=_init_worker, initargs=initargs
+        ) as pool:
             pending = collections.deque()
             for task in tasks:
                 pending.append(pool.submit(_run_task, task))
@@ -219,11 +246,13 @@ def check_not_empty(stats: dict) -> None:
             f"the corpus is too small: {stats['documents']} documents gave no training instance "
             f"(skipped documents: {skipped or 'none'}); SOP needs documents of at least 2 "
             "sentences separated by blank lines (use --random_next_sentence for one-sentence "
-            "documents)")
+            "documents)"
+        )
 
 
-def add_corpus_fields(summary: dict, skipped_lines: int, skipped_locations: List[str],
-                      input_spec) -> dict:
+def add_corpus_fields(
+    summary: dict, skipped_lines: int, skipped_locations: List[str], input_spec
+) -> dict:
     """Adds what the corpus reader counted (bad lines) and the corpus spec to a summary."""
     summary["skipped_lines"] = skipped_lines
     summary["skipped_line_locations"] = list(skipped_locations)
@@ -231,24 +260,33 @@ def add_corpus_fields(summary: dict, skipped_lines: int, skipped_locations: List
     return summary
 
 
-def prepare_run(input_spec, output_file: str, spm_model_file, lower_case: bool,
-                num_output_shards: int, write_summary: bool) -> tuple:
+def prepare_run(
+    input_spec,
+    output_file: str,
+    spm_model_file,
+    lower_case: bool,
+    num_output_shards: int,
+    write_summary: bool,
+) -> tuple:
     """Checks done before any work (outputs that are inputs, the SentencePiece model) ->
     (output paths, summary path or None, the model's bytes)."""
     from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
 
     outputs = writer_lib.output_paths(output_file, num_output_shards)
-    summary_file = (writer_lib.summary_path(output_file, num_output_shards) if write_summary
-                    else None)
-    refuse_outputs_that_are_inputs(output_file, outputs + [summary_file] * bool(summary_file),
-                                   input_spec)
+    summary_file = (
+        writer_lib.summary_path(output_file, num_output_shards) if write_summary else None
+    )
+    refuse_outputs_that_are_inputs(
+        output_file, outputs + [summary_file] * bool(summary_file), input_spec
+    )
     model_proto = read_model_proto(spm_model_file)
     SentencePieceTokenizer(model_proto, lower_case=lower_case)  # fails early on a bad model
     return outputs, summary_file, model_proto
 
 
-def summarize(stats: dict, config: CreationConfig, elapsed: float, outputs: List[str],
-              counts: List[int]) -> dict:
+def summarize(
+    stats: dict, config: CreationConfig, elapsed: float, outputs: List[str], counts: List[int]
+) -> dict:
     """The JSON-able run summary."""
     labels = stats["labels"]
     instances = stats["instances"]
@@ -262,7 +300,9 @@ def summarize(stats: dict, config: CreationConfig, elapsed: float, outputs: List
         "label_counts": {str(k): labels[k] for k in sorted(labels)},
         "label_1_fraction": labels[1] / max(1, instances),
         "random_document_negatives": stats["random_document_negatives"],
-        "ngram_length_fractions": {str(n): ngrams[n] / max(1, sum(ngrams.values())) for n in sorted(ngrams)},
+        "ngram_length_fractions": {
+            str(n): ngrams[n] / max(1, sum(ngrams.values())) for n in sorted(ngrams)
+        },
         "documents": stats["documents"],
         "sentences": stats["sentences"],
         "truncated_sentences": stats["truncated_sentences"],
@@ -270,8 +310,9 @@ def summarize(stats: dict, config: CreationConfig, elapsed: float, outputs: List
         "dupe_factor": config.dupe_factor,
         "random_seed": config.random_seed,
         "max_seq_length": config.instance.max_seq_length,
-        "max_predictions_per_seq": (config.instance.masking.max_predictions_per_seq
-                                    if config.instance.masking else None),
+        "max_predictions_per_seq": (
+            config.instance.masking.max_predictions_per_seq if config.instance.masking else None
+        ),
         "masked": config.instance.masking is not None,
         "objective": "nsp" if config.instance.random_next_sentence else "sop",
         "seconds": round(elapsed, 3),
@@ -279,9 +320,15 @@ def summarize(stats: dict, config: CreationConfig, elapsed: float, outputs: List
     }
 
 
-def create_from_documents(document_source, output_paths: List[str], tokenizer_factory, factory_args: tuple,
-                          config: CreationConfig, num_workers: int = 1, summary_file: Optional[str] = None
-                          ) -> dict:
+def create_from_documents(
+    document_source,
+    output_paths: List[str],
+    tokenizer_factory,
+    factory_args: tuple,
+    config: CreationConfig,
+    num_workers: int = 1,
+    summary_file: Optional[str] = None,
+) -> dict:
     """Core driver: `document_source()` returns a fresh iterator of documents (lists of sentence
     strings) and is called once per dupe pass; `tokenizer_factory(*factory_args)` builds the
     tokenizer in each worker (both must be picklable for num_workers > 1).
@@ -310,29 +357,53 @@ def create_from_documents(document_source, output_paths: List[str], tokenizer_fa
             if now - last_log >= _LOG_EVERY_SECONDS:
                 last_log = now
                 elapsed = now - start
-                logging.info("%d documents (%.0f documents/s), %d instances (%.0f instances/s), %.0f s",
-                             stats["documents_processed"], stats["documents_processed"] / elapsed,
-                             stats["instances"], stats["instances"] / elapsed, elapsed)
+                logging.info(
+                    "%d documents (%.0f documents/s), %d instances (%.0f instances/s), %.0f s",
+                    stats["documents_processed"],
+                    stats["documents_processed"] / elapsed,
+                    stats["instances"],
+                    stats["instances"] / elapsed,
+                    elapsed,
+                )
         check_not_empty(stats)
         out.write_all(shuffle.flush())
         out.commit()
         counts = out.counts
     elapsed = time.monotonic() - start
     summary = summarize(stats, config, elapsed, output_paths, counts)
-    logging.info("Wrote %d instances (%d tokens, %.2f%% masked, %.1f%% label 1) to %d files in %.1f s "
-                 "(%.0f instances/s); skipped documents: %s", summary["instances"], summary["tokens"],
-                 100 * summary["masked_fraction"], 100 * summary["label_1_fraction"], len(output_paths),
-                 elapsed, summary["instances_per_second"], summary["skipped_documents"] or "none")
+    logging.info(
+        "Wrote %d instances (%d tokens, %.2f%% masked, %.1f%% label 1) to %d files in %.1f s "
+        "(%.0f instances/s); skipped documents: %s",
+        summary["instances"],
+        summary["tokens"],
+        100 * summary["masked_fraction"],
+        100 * summary["label_1_fraction"],
+        len(output_paths),
+        elapsed,
+        summary["instances_per_second"],
+        summary["skipped_documents"] or "none",
+    )
     if summary_file:
         files.write_json(summary_file, summary)
     return summary
 
 
-def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, lower_case: bool = True,
-                            config: Optional[CreationConfig] = None, num_workers: int = 1,
-                            num_output_shards: int = 1, input_format: str = "sentences", strict: bool = False,
-                            tfds_data_dir: Optional[str] = None, tfds_split: str = "train",
-                            tfds_feature: str = "text", write_summary: bool = True) -> dict:
+def create_pretraining_data(
+    input_spec,
+    output_file: str,
+    spm_model_file,
+    *,
+    lower_case: bool = True,
+    config: Optional[CreationConfig] = None,
+    num_workers: int = 1,
+    num_output_shards: int = 1,
+    input_format: str = "sentences",
+    strict: bool = False,
+    tfds_data_dir: Optional[str] = None,
+    tfds_split: str = "train",
+    tfds_feature: str = "text",
+    write_summary: bool = True,
+) -> dict:
     """Reads `input_spec` (see `albert_tf.data.corpora.iter_documents`) and writes pretraining
     TFRecords to `output_file` (comma list, or a prefix with num_output_shards > 1).
 
@@ -344,12 +415,20 @@ def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, low
     from albert_tf.data import corpora
 
     config = config or CreationConfig()
-    outputs, summary_file, model_proto = prepare_run(input_spec, output_file, spm_model_file,
-                                                     lower_case, num_output_shards, write_summary)
+    outputs, summary_file, model_proto = prepare_run(
+        input_spec, output_file, spm_model_file, lower_case, num_output_shards, write_summary
+    )
     corpus_stats = corpora.CorpusStats()
-    reader_args = dict(format=input_format, strict=strict, data_dir=tfds_data_dir, split=tfds_split,
-                       feature=tfds_feature)
-    first_pass = [corpora.iter_documents(input_spec, stats=corpus_stats, **reader_args)]  # resolves now
+    reader_args = dict(
+        format=input_format,
+        strict=strict,
+        data_dir=tfds_data_dir,
+        split=tfds_split,
+        feature=tfds_feature,
+    )
+    first_pass = [
+        corpora.iter_documents(input_spec, stats=corpus_stats, **reader_args)
+    ]  # resolves now
 
     class QuietStats(corpora.CorpusStats):
         def skip(self, location):  # bad lines were already logged (and counted) in the first pass
@@ -360,10 +439,17 @@ def create_pretraining_data(input_spec, output_file: str, spm_model_file, *, low
             return first_pass.pop()
         return corpora.iter_documents(input_spec, stats=QuietStats(), **reader_args)
 
-    summary = create_from_documents(document_source, outputs, _load_tokenizer, (model_proto, lower_case),
-                                    config, num_workers=num_workers)
-    add_corpus_fields(summary, corpus_stats.skipped_lines, corpus_stats.skipped_locations,
-                      input_spec)
+    summary = create_from_documents(
+        document_source,
+        outputs,
+        _load_tokenizer,
+        (model_proto, lower_case),
+        config,
+        num_workers=num_workers,
+    )
+    add_corpus_fields(
+        summary, corpus_stats.skipped_lines, corpus_stats.skipped_locations, input_spec
+    )
     if summary_file:
         files.write_json(summary_file, summary)
         logging.info("Summary written to %s", summary_file)
@@ -384,7 +470,11 @@ def refuse_outputs_that_are_inputs(output_file: str, outputs: List[str], input_s
     for path in outputs:
         if _same_file_key(path) in inputs:
             named = [f.strip() for f in output_file.split(",")]
-            what = f"--output_file={path}" if path in named else (
-                f"--output_file={output_file} writes {path}, which")
-            raise InvalidFlagError(f"{what} is also an input file (--input_file={spec}); write the "
-                                   "records elsewhere")
+            what = (
+                f"--output_file={path}"
+                if path in named
+                else (f"--output_file={output_file} writes {path}, which")
+            )
+            raise InvalidFlagError(
+                f"{what} is also an input file (--input_file={spec}); write the records elsewhere"
+            )

@@ -17,6 +17,7 @@ keeps its LAST `max_qa_length` pieces and the article is cut to fill `seq_length
 >>> pack_choice([10, 11, 12, 13], [20, 21, 22], seq_length=8, max_qa_length=2, cls_id=2, sep_id=3)
 ([2, 10, 11, 12, 3, 21, 22, 3], 5)
 """
+
 import dataclasses
 import json
 import os
@@ -69,15 +70,17 @@ def pack_choice(article_ids, qa_ids, seq_length, max_qa_length, cls_id, sep_id):
     """([CLS] article [SEP] qa [SEP] ids, length of "[CLS] article [SEP]"): the qa keeps its last
     `max_qa_length` ids, the article its first ones that fit."""
     qa_ids = list(qa_ids)[-max_qa_length:]
-    article_ids = list(article_ids)[:seq_length - 3 - len(qa_ids)]
+    article_ids = list(article_ids)[: seq_length - 3 - len(qa_ids)]
     return [cls_id] + article_ids + [sep_id] + qa_ids + [sep_id], len(article_ids) + 2
 
 
 def check_lengths(seq_length, max_qa_length):
     """ValueError unless 1 <= max_qa_length <= seq_length - 3 (room for the specials)."""
     if not 1 <= max_qa_length <= seq_length - 3:
-        raise ValueError(f"max_qa_length must be in [1, max_seq_length - 3 = {seq_length - 3}], "
-                         f"got {max_qa_length}")
+        raise ValueError(
+            f"max_qa_length must be in [1, max_seq_length - 3 = {seq_length - 3}], "
+            f"got {max_qa_length}"
+        )
 
 
 # ----------------------------------------------------------------------------- reading
@@ -91,8 +94,10 @@ def _split_dir(data_dir, split):
     for candidate in candidates:
         if tf.io.gfile.isdir(candidate):
             return candidate
-    raise FileNotFoundError(f"{candidates[0]}: no such directory (expected the RACE release "
-                            f"layout <data_dir>/RACE/{{train,dev,test}}/{{middle,high}}/*.txt)")
+    raise FileNotFoundError(
+        f"{candidates[0]}: no such directory (expected the RACE release "
+        f"layout <data_dir>/RACE/{{train,dev,test}}/{{middle,high}}/*.txt)"
+    )
 
 
 def _decode(raw, path):
@@ -120,8 +125,10 @@ def _strings(record, key, where):
 def _questions(record, where, default_id):
     """[(id, question number, article, question, options, label)] of one JSON article."""
     if not isinstance(record, dict):
-        raise DataError(f"{where}: expected a JSON object (article, questions, options, "
-                        f"answers), got {type(record).__name__}")
+        raise DataError(
+            f"{where}: expected a JSON object (article, questions, options, "
+            f"answers), got {type(record).__name__}"
+        )
     for key in ("article", "questions", "options"):
         if key not in record:
             raise DataError(f"{where}: missing key {key!r}; the record has {sorted(record)}")
@@ -135,9 +142,11 @@ def _questions(record, where, default_id):
     answers = _strings(record, "answers", where) if "answers" in record else None
     counts = [len(questions), len(options)] + ([len(answers)] if answers is not None else [])
     if len(set(counts)) != 1:
-        raise DataError(f"{where}: {len(questions)} questions, {len(options)} options lists"
-                        + (f" and {len(answers)} answers" if answers is not None else "")
-                        + " (they must match)")
+        raise DataError(
+            f"{where}: {len(questions)} questions, {len(options)} options lists"
+            + (f" and {len(answers)} answers" if answers is not None else "")
+            + " (they must match)"
+        )
     if not questions:
         raise DataError(f"{where}: no questions")
     example_id = record.get("id", default_id)
@@ -148,15 +157,18 @@ def _questions(record, where, default_id):
         if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
             raise DataError(f"{where}: question {number}: options must be a list of strings")
         if len(choices) != NUM_CHOICES:
-            raise DataError(f"{where}: question {number}: {len(choices)} options, expected "
-                            f"{NUM_CHOICES}")
+            raise DataError(
+                f"{where}: question {number}: {len(choices)} options, expected {NUM_CHOICES}"
+            )
         if not question.strip():
             raise DataError(f"{where}: question {number} is empty")
         label = -1
         if answers is not None:
             if answers[i] not in tuple(LETTERS):
-                raise DataError(f"{where}: question {number}: answer {answers[i]!r} is not one "
-                                f"of {', '.join(LETTERS)}")
+                raise DataError(
+                    f"{where}: question {number}: answer {answers[i]!r} is not one "
+                    f"of {', '.join(LETTERS)}"
+                )
             label = LETTERS.index(answers[i])
         out.append((str(example_id), i, article, question, choices, label))
     return out
@@ -173,8 +185,9 @@ def _read_level(directory):
             lines = _decode(f.read(), path).splitlines()
         for number, line in enumerate(lines, 1):
             if line.strip():
-                examples += _questions(_parse(line, path, number), f"{path}:{number}",
-                                       f"{ALL_FILE}:{number}")
+                examples += _questions(
+                    _parse(line, path, number), f"{path}:{number}", f"{ALL_FILE}:{number}"
+                )
         if not examples:
             raise DataError(f"{path}:1: no articles; the file is empty")
         return examples, 1
@@ -197,18 +210,30 @@ def read_race(data_dir, split, high_only=False, middle_only=False, labelled=True
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     if high_only and middle_only:
         raise ValueError("high_only and middle_only exclude each other")
-    levels = [level for level in LEVELS
-              if not (high_only and level == "middle") and not (middle_only and level == "high")]
+    levels = [
+        level
+        for level in LEVELS
+        if not (high_only and level == "middle") and not (middle_only and level == "high")
+    ]
     root = _split_dir(data_dir, split)
     articles, article_index, ids, numbers, level_of, questions, options, labels = (
-        [], [], [], [], [], [], [], [])
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+    )
     seen = {}
     for level in levels:
         directory = os.path.join(root, level)
         if not tf.io.gfile.isdir(directory):
             other = "--high_only" if level == "middle" else "--middle_only"
-            raise FileNotFoundError(f"{directory}: no such directory (to read one level only, "
-                                    f"use {other})")
+            raise FileNotFoundError(
+                f"{directory}: no such directory (to read one level only, use {other})"
+            )
         rows, num_files = _read_level(directory)
         for example_id, number, article, question, choices, label in rows:
             key = (level, example_id, article)
@@ -222,20 +247,39 @@ def read_race(data_dir, split, high_only=False, middle_only=False, labelled=True
             questions.append(question)
             options.append(choices)
             labels.append(label)
-        logging.info("RACE %s/%s: %d questions on %d articles from %d file(s) in %s", split,
-                     level, len(rows), len({(r[0], r[2]) for r in rows}), num_files, directory)
+        logging.info(
+            "RACE %s/%s: %d questions on %d articles from %d file(s) in %s",
+            split,
+            level,
+            len(rows),
+            len({(r[0], r[2]) for r in rows}),
+            num_files,
+            directory,
+        )
     labels = np.asarray(labels, np.int32)
     missing = int(np.sum(labels < 0))
     if labelled and missing:
         first = ids[int(np.argmax(labels < 0))]
-        raise DataError(f"{root}: article {first!r} has no 'answers' ({missing} questions of the "
-                        f"{split} split have none)")
+        raise DataError(
+            f"{root}: article {first!r} has no 'answers' ({missing} questions of the "
+            f"{split} split have none)"
+        )
     if missing and missing != len(labels):
-        raise DataError(f"{root}: {missing} of {len(labels)} questions have no answers; give "
-                        "answers for all or none")
-    return RaceExamples(articles, np.asarray(article_index, np.int64), ids,
-                        np.asarray(numbers, np.int32), np.asarray(level_of), questions, options,
-                        None if missing else labels, root)
+        raise DataError(
+            f"{root}: {missing} of {len(labels)} questions have no answers; give "
+            "answers for all or none"
+        )
+    return RaceExamples(
+        articles,
+        np.asarray(article_index, np.int64),
+        ids,
+        np.asarray(numbers, np.int32),
+        np.asarray(level_of),
+        questions,
+        options,
+        None if missing else labels,
+        root,
+    )
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -274,17 +318,19 @@ def build_inputs(examples, tokenizer, seq_length, max_qa_length=128):
         index = int(examples.article_index[row])
         if index not in article_ids:
             article_ids[index] = tokenizer.encode_ids(
-                preprocess_text(examples.articles[index], lower=lower))
+                preprocess_text(examples.articles[index], lower=lower)
+            )
         article = article_ids[index]
         question = preprocess_text(examples.questions[row], lower=lower)
         options = [preprocess_text(option, lower=lower) for option in examples.options[row]]
         for choice, qa in enumerate(qa_texts(question, options)):
             qa_ids = tokenizer.encode_ids(qa)
-            ids, first = pack_choice(article, qa_ids, seq_length, max_qa_length,
-                                     tokenizer.cls_id, tokenizer.sep_id)
+            ids, first = pack_choice(
+                article, qa_ids, seq_length, max_qa_length, tokenizer.cls_id, tokenizer.sep_id
+            )
             truncated_qas += len(qa_ids) > max_qa_length
             truncated_articles += first - 2 < len(article)
-            word_ids[row, choice, :len(ids)] = ids
+            word_ids[row, choice, : len(ids)] = ids
             lengths[row, choice] = (first, len(ids))
     return PackedChoices(word_ids, lengths, truncated_articles, truncated_qas)
 
@@ -303,6 +349,8 @@ def model_inputs(batch):
     positions = tf.range(tf.shape(word_ids)[-1], dtype=tf.int32)
     mask = positions < lengths[..., 1:]
     second = (positions >= lengths[..., :1]) & mask
-    return {"input_word_ids": word_ids, "input_mask": tf.cast(mask, tf.int32),
-            "input_type_ids": tf.cast(second, tf.int32)}
-
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": tf.cast(mask, tf.int32),
+        "input_type_ids": tf.cast(second, tf.int32),
+    }

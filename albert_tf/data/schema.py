@@ -18,6 +18,7 @@ bytes are deterministic); TensorFlow parses it as any other `tf.train.Example`.
 >>> isinstance(data, bytes)
 True
 """
+
 import functools
 import struct
 from typing import Dict, Sequence
@@ -39,16 +40,22 @@ MODEL_INPUT_NAMES = {
 }
 
 
-def feature_spec(max_seq_length: int, max_predictions_per_seq: int, masked: bool = True,
-                 token_boundary: bool = False) -> dict:
+def feature_spec(
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    masked: bool = True,
+    token_boundary: bool = False,
+) -> dict:
     """`tf.io.FixedLenFeature`s for `tf.io.parse_example`.
 
     token_boundary is optional in the original tool's readers, so it is parsed only when asked.
     """
     import tensorflow as tf
 
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-            for name in ("input_ids", "input_mask", "segment_ids")}
+    spec = {
+        name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
     if token_boundary:
         spec["token_boundary"] = tf.io.FixedLenFeature([max_seq_length], tf.int64)
     if masked:
@@ -97,16 +104,21 @@ def _field(number: int, payload: bytes) -> bytes:
     return bytes((number << 3 | 2,)) + (bytes((size,)) if size < 128 else _varint(size)) + payload
 
 
-def encode_example(int_features: Dict[str, Sequence[int]],
-                   float_features: Dict[str, Sequence[float]] = None) -> bytes:
+def encode_example(
+    int_features: Dict[str, Sequence[int]], float_features: Dict[str, Sequence[float]] = None
+) -> bytes:
     """Serializes a tf.train.Example holding int64 and float lists (packed encoding)."""
     features = {}
     for name, values in int_features.items():
         features[name] = _field(3, _field(1, _packed_varints(list(values))))  # int64_list
     for name, values in (float_features or {}).items():
-        features[name] = _field(2, _field(1, struct.pack(f"<{len(values)}f", *values)))  # float_list
-    entries = b"".join(_field(1, _field(1, name.encode("utf-8")) + _field(2, feature))
-                       for name, feature in sorted(features.items()))
+        features[name] = _field(
+            2, _field(1, struct.pack(f"<{len(values)}f", *values))
+        )  # float_list
+    entries = b"".join(
+        _field(1, _field(1, name.encode("utf-8")) + _field(2, feature))
+        for name, feature in sorted(features.items())
+    )
     return _field(1, entries)  # Example.features
 
 
@@ -117,9 +129,16 @@ def pad(values: Sequence, length: int, fill=0) -> list:
     return list(values) + [fill] * (length - len(values))
 
 
-def encode_instance(input_ids, segment_ids, token_boundary, next_sentence_label: int,
-                    max_seq_length: int, max_predictions_per_seq: int,
-                    masked_lm_positions=None, masked_lm_ids=None) -> bytes:
+def encode_instance(
+    input_ids,
+    segment_ids,
+    token_boundary,
+    next_sentence_label: int,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    masked_lm_positions=None,
+    masked_lm_ids=None,
+) -> bytes:
     """One instance as a serialized Example, zero-padded like the original tool.
 
     With masked_lm_positions=None the record is unmasked (no masked_lm_* features).
@@ -135,5 +154,7 @@ def encode_instance(input_ids, segment_ids, token_boundary, next_sentence_label:
     if masked_lm_positions is not None:
         ints["masked_lm_positions"] = pad(masked_lm_positions, max_predictions_per_seq)
         ints["masked_lm_ids"] = pad(masked_lm_ids, max_predictions_per_seq)
-        floats["masked_lm_weights"] = pad([1.0] * len(masked_lm_positions), max_predictions_per_seq, 0.0)
+        floats["masked_lm_weights"] = pad(
+            [1.0] * len(masked_lm_positions), max_predictions_per_seq, 0.0
+        )
     return encode_example(ints, floats)

@@ -27,6 +27,7 @@ keeps its character span in the original context, so an answer is always a slice
 >>> context[features.piece_start_char[1, start]:features.piece_end_char[1, end]]
 '1889'
 """
+
 import dataclasses
 import functools
 import hashlib
@@ -84,8 +85,7 @@ class SquadExamples(list):
         self.mismatched_ids = list(mismatched_ids)
 
 
-def read_squad_examples(path, version_2_with_negative=False, labelled=True,
-                        skip_mismatched=True):
+def read_squad_examples(path, version_2_with_negative=False, labelled=True, skip_mismatched=True):
     """The questions of a SQuAD JSON file (v1.1, or v2.0 with `version_2_with_negative`).
 
     Args:
@@ -123,13 +123,22 @@ def read_squad_examples(path, version_2_with_negative=False, labelled=True,
     if mismatched:
         logging.warning(
             "%s: %d of %d questions have an answer whose text differs from the context at its "
-            "answer_start (%s): %s%s", path, len(mismatched), len(seen),
+            "answer_start (%s): %s%s",
+            path,
+            len(mismatched),
+            len(seen),
             "skipped" if skip_mismatched else "kept for evaluation without a span label",
             ", ".join(mismatched[:IDS_IN_WARNINGS]),
-            ", ..." if len(mismatched) > IDS_IN_WARNINGS else "")
+            ", ..." if len(mismatched) > IDS_IN_WARNINGS else "",
+        )
     impossible = sum(e.is_impossible for e in examples)
-    logging.info("%s: %d questions (%d unanswerable), %d skipped for a mismatched answer",
-                 path, len(examples), impossible, len(mismatched) if skip_mismatched else 0)
+    logging.info(
+        "%s: %d questions (%d unanswerable), %d skipped for a mismatched answer",
+        path,
+        len(examples),
+        impossible,
+        len(mismatched) if skip_mismatched else 0,
+    )
     return SquadExamples(examples, path, mismatched)
 
 
@@ -171,8 +180,9 @@ def _question_id(path, where, qa):
         raise DataError(f"{path}: {where}: question without an 'id'")
     qas_id = qa["id"]
     if not isinstance(qas_id, (str, int)) or isinstance(qas_id, bool) or str(qas_id) == "":
-        raise DataError(f"{path}: {where}: question id must be a non-empty string, "
-                        f"found {qas_id!r}")
+        raise DataError(
+            f"{path}: {where}: question id must be a non-empty string, found {qas_id!r}"
+        )
     return str(qas_id)
 
 
@@ -188,8 +198,10 @@ def _example(path, where, context, qa, version_2_with_negative, labelled):
     if not isinstance(impossible, bool):
         raise DataError(f"{named}: is_impossible must be true or false, found {impossible!r}")
     if impossible and not version_2_with_negative:
-        raise DataError(f"{named}: is_impossible is true in a SQuAD v1.1 reading; unanswerable "
-                        "questions need version_2_with_negative=True (SQuAD v2.0)")
+        raise DataError(
+            f"{named}: is_impossible is true in a SQuAD v1.1 reading; unanswerable "
+            "questions need version_2_with_negative=True (SQuAD v2.0)"
+        )
     example = SquadExample(qas_id, question, context, is_impossible=impossible)
     if not labelled:
         return example
@@ -199,8 +211,11 @@ def _example(path, where, context, qa, version_2_with_negative, labelled):
             raise DataError(f"{named}: is_impossible is true but 'answers' is not empty")
         return example
     if not answers:
-        hint = ("" if version_2_with_negative else
-                "; unanswerable questions need version_2_with_negative=True (SQuAD v2.0)")
+        hint = (
+            ""
+            if version_2_with_negative
+            else "; unanswerable questions need version_2_with_negative=True (SQuAD v2.0)"
+        )
         raise DataError(f"{named}: no answers and is_impossible is not true{hint}")
     example.gold_answers = [text for text, _ in answers]
     example.answer_text, example.answer_start = answers[0]
@@ -218,16 +233,20 @@ def _answers(named, qa):
         if not isinstance(text, str):
             raise DataError(f"{named}: answers[{i}]: missing 'text' string")
         if not isinstance(start, int) or isinstance(start, bool):
-            raise DataError(f"{named}: answers[{i}]: answer_start must be an integer, "
-                            f"found {start!r}")
+            raise DataError(
+                f"{named}: answers[{i}]: answer_start must be an integer, found {start!r}"
+            )
         out.append((text, start))
     return out
 
 
 def _answer_matches(example):
     start, text = example.answer_start, example.answer_text
-    return (bool(text.strip()) and 0 <= start
-            and example.context_text[start:start + len(text)] == text)
+    return (
+        bool(text.strip())
+        and 0 <= start
+        and example.context_text[start : start + len(text)] == text
+    )
 
 
 # ---------------------------------------------------------------------------------- settings
@@ -242,12 +261,16 @@ class FeatureSettings:
 
     def __post_init__(self):
         if self.max_query_length < 1 or self.doc_stride < 1:
-            raise ValueError(f"max_query_length ({self.max_query_length}) and doc_stride "
-                             f"({self.doc_stride}) must be positive")
+            raise ValueError(
+                f"max_query_length ({self.max_query_length}) and doc_stride "
+                f"({self.doc_stride}) must be positive"
+            )
         if self.max_seq_length < self.max_query_length + 4:
-            raise ValueError(f"max_seq_length {self.max_seq_length} leaves no room for the "
-                             f"context after [CLS], {self.max_query_length} question pieces "
-                             "and two [SEP]s; raise it or lower max_query_length")
+            raise ValueError(
+                f"max_seq_length {self.max_seq_length} leaves no room for the "
+                f"context after [CLS], {self.max_query_length} question pieces "
+                "and two [SEP]s; raise it or lower max_query_length"
+            )
 
 
 @dataclasses.dataclass
@@ -457,8 +480,15 @@ def max_context_windows(spans, num_pieces):
 
 
 # ---------------------------------------------------------------------------------- features
-_SEQUENCE_FIELDS = ("input_word_ids", "input_mask", "input_type_ids", "p_mask",
-                    "token_is_max_context", "piece_start_char", "piece_end_char")
+_SEQUENCE_FIELDS = (
+    "input_word_ids",
+    "input_mask",
+    "input_type_ids",
+    "p_mask",
+    "token_is_max_context",
+    "piece_start_char",
+    "piece_end_char",
+)
 _ROW_FIELDS = ("start_positions", "end_positions", "is_impossible", "example_index")
 
 
@@ -493,8 +523,9 @@ class SquadFeatures:
 
     def model_inputs(self):
         """The backbone's inputs: {input_word_ids, input_mask, input_type_ids}."""
-        return {name: getattr(self, name)
-                for name in ("input_word_ids", "input_mask", "input_type_ids")}
+        return {
+            name: getattr(self, name) for name in ("input_word_ids", "input_mask", "input_type_ids")
+        }
 
     def arrays(self):
         """All arrays by field name."""
@@ -516,16 +547,23 @@ def build_features(examples, tokenizer, settings=FeatureSettings(), labelled=Tru
     tokenizer = _tokenizer(tokenizer, settings)
     seq = settings.max_seq_length
     rows = {name: [] for name in _SEQUENCE_FIELDS + _ROW_FIELDS}
-    stats = FeatureStats(num_examples=len(examples),
-                         answer_mismatches=len(getattr(examples, "mismatched_ids", ())))
+    stats = FeatureStats(
+        num_examples=len(examples), answer_mismatches=len(getattr(examples, "mismatched_ids", ()))
+    )
     context = (None, None)  # (text, its pieces): questions on one context come together
     for example_index, example in enumerate(examples):
         if example_index and example_index % LOG_EVERY == 0:
-            logging.info("SQuAD features: %d/%d examples, %d windows", example_index,
-                         len(examples), len(rows["example_index"]))
+            logging.info(
+                "SQuAD features: %d/%d examples, %d windows",
+                example_index,
+                len(examples),
+                len(rows["example_index"]),
+            )
         if context[0] != example.context_text:
-            context = (example.context_text, _context_pieces(example.context_text, tokenizer,
-                                                             settings.lower_case))
+            context = (
+                example.context_text,
+                _context_pieces(example.context_text, tokenizer, settings.lower_case),
+            )
         windows = _example_windows(example, context[1], tokenizer, settings, labelled)
         if windows is None:
             stats.alignment_failures.append(example.qas_id)
@@ -538,17 +576,27 @@ def build_features(examples, tokenizer, settings=FeatureSettings(), labelled=Tru
     stats.num_windows = len(rows["example_index"])
     if stats.alignment_failures:
         ids = stats.alignment_failures
-        logging.warning("SQuAD features: %d of %d questions have a context that could not "
-                        "be aligned with its pieces (they get no windows): %s%s", len(ids),
-                        len(examples), ", ".join(ids[:IDS_IN_WARNINGS]),
-                        ", ..." if len(ids) > IDS_IN_WARNINGS else "")
-    logging.info("SQuAD features: %d examples -> %d windows of %d pieces (%d with an answer)",
-                 stats.num_examples, stats.num_windows, seq, stats.num_windows_with_answer)
+        logging.warning(
+            "SQuAD features: %d of %d questions have a context that could not "
+            "be aligned with its pieces (they get no windows): %s%s",
+            len(ids),
+            len(examples),
+            ", ".join(ids[:IDS_IN_WARNINGS]),
+            ", ..." if len(ids) > IDS_IN_WARNINGS else "",
+        )
+    logging.info(
+        "SQuAD features: %d examples -> %d windows of %d pieces (%d with an answer)",
+        stats.num_examples,
+        stats.num_windows,
+        seq,
+        stats.num_windows_with_answer,
+    )
     arrays = {}
     for name in _SEQUENCE_FIELDS:
         dtype = bool if name == "token_is_max_context" else np.int32
-        arrays[name] = (np.stack(rows[name]).astype(dtype) if rows[name]
-                        else np.zeros((0, seq), dtype))
+        arrays[name] = (
+            np.stack(rows[name]).astype(dtype) if rows[name] else np.zeros((0, seq), dtype)
+        )
     for name in _ROW_FIELDS:
         arrays[name] = np.asarray(rows[name], np.int32).reshape(-1)
     return SquadFeatures(**arrays, stats=stats)
@@ -560,8 +608,10 @@ def _tokenizer(tokenizer, settings):
     if not hasattr(tokenizer, "encode_pieces"):
         return SentencePieceTokenizer(tokenizer, lower_case=settings.lower_case)
     if tokenizer.lower_case != settings.lower_case:
-        raise ValueError(f"the tokenizer's lower_case={tokenizer.lower_case} differs from "
-                         f"settings.lower_case={settings.lower_case}")
+        raise ValueError(
+            f"the tokenizer's lower_case={tokenizer.lower_case} differs from "
+            f"settings.lower_case={settings.lower_case}"
+        )
     return tokenizer
 
 
@@ -594,7 +644,7 @@ def _example_windows(example, context_pieces, tokenizer, settings, labelled):
     answer = _answer_pieces(example, alignment) if labelled else None
     if answer is not None and answer[0] > answer[1]:
         return None
-    query = tokenizer.encode_ids(example.question_text)[:settings.max_query_length]
+    query = tokenizer.encode_ids(example.question_text)[: settings.max_query_length]
     seq = settings.max_seq_length
     spans = window_spans(len(piece_ids), seq - len(query) - 3, settings.doc_stride)
     best_window = max_context_windows(spans, len(piece_ids))
@@ -604,18 +654,26 @@ def _example_windows(example, context_pieces, tokenizer, settings, labelled):
         used = offset + length + 1
         context = slice(offset, offset + length)
         row = {name: np.zeros(seq, np.int32) for name in _SEQUENCE_FIELDS}
-        row["input_word_ids"][:used] = ([tokenizer.cls_id] + query + [tokenizer.sep_id]
-                                        + piece_ids[start:start + length] + [tokenizer.sep_id])
+        row["input_word_ids"][:used] = (
+            [tokenizer.cls_id]
+            + query
+            + [tokenizer.sep_id]
+            + piece_ids[start : start + length]
+            + [tokenizer.sep_id]
+        )
         row["input_mask"][:used] = 1
         row["input_type_ids"][offset:used] = 1
         row["p_mask"][1:] = 1
         row["p_mask"][context] = 0
-        row["token_is_max_context"][context] = [best_window[p] == window
-                                                for p in range(start, start + length)]
-        for name, values in (("piece_start_char", alignment.piece_start_char),
-                             ("piece_end_char", alignment.piece_end_char)):
+        row["token_is_max_context"][context] = [
+            best_window[p] == window for p in range(start, start + length)
+        ]
+        for name, values in (
+            ("piece_start_char", alignment.piece_start_char),
+            ("piece_end_char", alignment.piece_end_char),
+        ):
             row[name][:] = -1
-            row[name][context] = values[start:start + length]
+            row[name][context] = values[start : start + length]
         row["start_positions"] = row["end_positions"] = 0
         row["is_impossible"] = int(labelled)
         if answer is not None and start <= answer[0] and answer[1] < start + length:
@@ -627,8 +685,14 @@ def _example_windows(example, context_pieces, tokenizer, settings, labelled):
 
 
 # ------------------------------------------------------------------------------------- cache
-def cache_key(examples_path, tokenizer_path, settings, labelled, version_2_with_negative=False,
-              skip_mismatched=True):
+def cache_key(
+    examples_path,
+    tokenizer_path,
+    settings,
+    labelled,
+    version_2_with_negative=False,
+    skip_mismatched=True,
+):
     """A hex digest of everything the cached features depend on: the bytes of the examples file
     and of the SentencePiece model, the settings, the reading flags and `FEATURES_VERSION`."""
     from albert_tf.text.tokenizer import read_model_proto
@@ -636,26 +700,45 @@ def cache_key(examples_path, tokenizer_path, settings, labelled, version_2_with_
     material = {
         "examples_sha256": _file_sha256(examples_path),
         "spm_sha256": hashlib.sha256(read_model_proto(tokenizer_path)).hexdigest(),
-        "settings": dataclasses.asdict(settings), "labelled": bool(labelled),
+        "settings": dataclasses.asdict(settings),
+        "labelled": bool(labelled),
         "version_2_with_negative": bool(version_2_with_negative),
-        "skip_mismatched": bool(skip_mismatched), "features_version": FEATURES_VERSION,
+        "skip_mismatched": bool(skip_mismatched),
+        "features_version": FEATURES_VERSION,
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def cache_path(examples_path, tokenizer_path, settings, labelled, cache_dir,
-               version_2_with_negative=False, skip_mismatched=True):
+def cache_path(
+    examples_path,
+    tokenizer_path,
+    settings,
+    labelled,
+    cache_dir,
+    version_2_with_negative=False,
+    skip_mismatched=True,
+):
     """CACHE_DIR/<examples file stem>-seq<S>-stride<D>-query<Q>-<key>.tfrecord."""
-    key = cache_key(examples_path, tokenizer_path, settings, labelled, version_2_with_negative,
-                    skip_mismatched)
+    key = cache_key(
+        examples_path, tokenizer_path, settings, labelled, version_2_with_negative, skip_mismatched
+    )
     stem = os.path.splitext(os.path.basename(examples_path.rstrip("/")))[0]
-    name = (f"{stem}-seq{settings.max_seq_length}-stride{settings.doc_stride}"
-            f"-query{settings.max_query_length}-{key[:16]}.tfrecord")
+    name = (
+        f"{stem}-seq{settings.max_seq_length}-stride{settings.doc_stride}"
+        f"-query{settings.max_query_length}-{key[:16]}.tfrecord"
+    )
     return f"{cache_dir.rstrip('/')}/{name}"
 
 
-def cached_features(examples_path, tokenizer_path, settings, labelled, cache_dir,
-                    version_2_with_negative=False, skip_mismatched=True):
+def cached_features(
+    examples_path,
+    tokenizer_path,
+    settings,
+    labelled,
+    cache_dir,
+    version_2_with_negative=False,
+    skip_mismatched=True,
+):
     """`build_features` of a SQuAD file, cached in `cache_dir` as a TFRecord file (one
     tf.train.Example per window) plus a JSON file of `FeatureStats` beside it.
 
@@ -669,14 +752,22 @@ def cached_features(examples_path, tokenizer_path, settings, labelled, cache_dir
     """
     import tensorflow as tf
 
-    path = cache_path(examples_path, tokenizer_path, settings, labelled, cache_dir,
-                      version_2_with_negative, skip_mismatched)
-    stats_path = path[:-len(".tfrecord")] + ".json"
+    path = cache_path(
+        examples_path,
+        tokenizer_path,
+        settings,
+        labelled,
+        cache_dir,
+        version_2_with_negative,
+        skip_mismatched,
+    )
+    stats_path = path[: -len(".tfrecord")] + ".json"
     if tf.io.gfile.exists(path) and tf.io.gfile.exists(stats_path):
         logging.info("SQuAD features: reading the cache %s", path)
         return read_features(path, stats_path, settings.max_seq_length)
-    examples = read_squad_examples(examples_path, version_2_with_negative, labelled,
-                                   skip_mismatched)
+    examples = read_squad_examples(
+        examples_path, version_2_with_negative, labelled, skip_mismatched
+    )
     features = build_features(examples, tokenizer_path, settings, labelled)
     tf.io.gfile.makedirs(cache_dir)
     write_features(features, path, stats_path)
@@ -695,9 +786,16 @@ def write_features(features, path, stats_path):
     tmp = temporary_path(path)
     with tf.io.TFRecordWriter(tmp) as writer:
         for row in range(len(features)):
-            example = tf.train.Example(features=tf.train.Features(feature={
-                name: int_feature(np.atleast_1d(arrays[name][row]).astype(np.int64).tolist())
-                for name in arrays}))
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        name: int_feature(
+                            np.atleast_1d(arrays[name][row]).astype(np.int64).tolist()
+                        )
+                        for name in arrays
+                    }
+                )
+            )
             writer.write(example.SerializeToString())
     tf.io.gfile.rename(tmp, path, overwrite=True)
     tmp = temporary_path(stats_path)
@@ -713,15 +811,21 @@ def read_features(path, stats_path, seq_length):
     spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _SEQUENCE_FIELDS}
     spec.update({name: tf.io.FixedLenFeature([1], tf.int64) for name in _ROW_FIELDS})
     parts = {name: [] for name in spec}
-    dataset = tf.data.TFRecordDataset(path).batch(4096).map(
-        lambda records: tf.io.parse_example(records, spec))
+    dataset = (
+        tf.data.TFRecordDataset(path)
+        .batch(4096)
+        .map(lambda records: tf.io.parse_example(records, spec))
+    )
     for batch in dataset:
         for name, values in batch.items():
             parts[name].append(values.numpy())
     arrays = {}
     for name in spec:
-        values = (np.concatenate(parts[name]) if parts[name]
-                  else np.zeros((0, spec[name].shape[0]), np.int64))
+        values = (
+            np.concatenate(parts[name])
+            if parts[name]
+            else np.zeros((0, spec[name].shape[0]), np.int64)
+        )
         if name in _ROW_FIELDS:
             values = values.reshape(-1)
         arrays[name] = values.astype(bool if name == "token_is_max_context" else np.int32)
@@ -752,6 +856,8 @@ def example_windows(features) -> List[Tuple[int, np.ndarray]]:
     order = np.argsort(features.example_index, kind="stable")
     indices = features.example_index[order]
     boundaries = np.flatnonzero(np.diff(indices)) + 1
-    return [(int(indices[group[0]]), order[group])
-            for group in np.split(np.arange(len(order)), boundaries) if len(group)]
-
+    return [
+        (int(indices[group[0]]), order[group])
+        for group in np.split(np.arange(len(order)), boundaries)
+        if len(group)
+    ]

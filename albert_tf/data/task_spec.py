@@ -9,6 +9,7 @@ parallel lists of texts, optional second texts and label ids.
 >>> spec.labels, spec.metrics, spec.is_pair, spec.num_classes
 (('bad', 'good'), ('accuracy', 'f1'), False, 2)
 """
+
 import dataclasses
 from typing import List, Optional, Tuple, Union
 
@@ -52,12 +53,18 @@ class TaskSpec:
     test_text_columns: Optional[Tuple[Column, ...]] = None
     test_header: bool = True
     glue_dir: Optional[str] = None
-    files: Tuple[Tuple[str, str], ...] = (("train", "train.tsv"), ("dev", "dev.tsv"),
-                                          ("test", "test.tsv"))
+    files: Tuple[Tuple[str, str], ...] = (
+        ("train", "train.tsv"),
+        ("dev", "dev.tsv"),
+        ("test", "test.tsv"),
+    )
     tfds_name: Optional[str] = None
     tfds_text_features: Tuple[str, ...] = ()
-    tfds_splits: Tuple[Tuple[str, str], ...] = (("train", "train"), ("dev", "validation"),
-                                                ("test", "test"))
+    tfds_splits: Tuple[Tuple[str, str], ...] = (
+        ("train", "train"),
+        ("dev", "validation"),
+        ("test", "test"),
+    )
 
     @property
     def is_regression(self):
@@ -96,8 +103,15 @@ class Examples:
         return len(self.texts)
 
 
-def custom_task(name, text_column, text_pair_column=None, label_column="label", labels=None,
-                regression=False, metrics=None):
+def custom_task(
+    name,
+    text_column,
+    text_pair_column=None,
+    label_column="label",
+    labels=None,
+    regression=False,
+    metrics=None,
+):
     """A task over CSV/TSV/JSONL files with named columns.
 
     `labels` lists the label strings in id order; if None they are taken from the training file
@@ -110,10 +124,18 @@ def custom_task(name, text_column, text_pair_column=None, label_column="label", 
         if regression:
             metrics = ("pearson", "spearman")
         else:
-            metrics = ("accuracy", "f1") if labels is not None and len(labels) == 2 else ("accuracy",)
+            metrics = (
+                ("accuracy", "f1") if labels is not None and len(labels) == 2 else ("accuracy",)
+            )
     columns = (text_column,) if not text_pair_column else (text_column, text_pair_column)
-    return TaskSpec(name, None if regression else (tuple(str(l) for l in labels) if labels else ()),
-                tuple(metrics), columns, label_column, test_text_columns=columns)
+    return TaskSpec(
+        name,
+        None if regression else (tuple(str(l) for l in labels) if labels else ()),
+        tuple(metrics),
+        columns,
+        label_column,
+        test_text_columns=columns,
+    )
 
 
 def label_parser(task):
@@ -131,8 +153,9 @@ def _label_id(task, value, where):
     try:
         return task.labels.index(text)
     except ValueError:
-        raise DataError(f"{where}: unknown label {text!r}; task {task.name!r} has labels "
-                        f"{list(task.labels)}") from None
+        raise DataError(
+            f"{where}: unknown label {text!r}; task {task.name!r} has labels {list(task.labels)}"
+        ) from None
 
 
 def make_examples(task, texts, pairs, labels, labelled, source):
@@ -140,5 +163,9 @@ def make_examples(task, texts, pairs, labels, labelled, source):
     if not texts:
         raise DataError(f"{source}: no examples")
     dtype = np.float32 if task.is_regression else np.int32
-    return Examples(texts=texts, text_pairs=pairs if task.is_pair else None,
-                    labels=np.asarray(labels, dtype=dtype) if labelled else None, source=source)
+    return Examples(
+        texts=texts,
+        text_pairs=pairs if task.is_pair else None,
+        labels=np.asarray(labels, dtype=dtype) if labelled else None,
+        source=source,
+    )

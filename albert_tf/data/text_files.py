@@ -12,6 +12,7 @@ invalid UTF-8 (`DataError`); `skip_bad_lines` logs and skips such lines instead.
 >>> examples.texts, examples.labels.tolist(), spec.labels
 (['Great!', 'Meh.'], [1, 0], ('bad', 'good'))
 """
+
 import csv
 import dataclasses
 import io
@@ -66,12 +67,13 @@ def read_text(path):
     try:
         return data.decode("utf-8-sig")  # drops the byte-order mark MRPC's files start with
     except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
+        line = data[: e.start].count(b"\n") + 1
         raise DataError(f"{path}:{line}: not valid UTF-8 ({e.reason})") from None
 
 
-def read_delimited(path, parse_label, text_columns, label_column, header_present, delimiter,
-                   skip_bad_lines):
+def read_delimited(
+    path, parse_label, text_columns, label_column, header_present, delimiter, skip_bad_lines
+):
     """(texts, pairs, labels) of a tab- or comma-separated file; GLUE's TSVs are read with it."""
     rows = _rows_from_text(path, read_text(path), delimiter)
     header = None
@@ -88,8 +90,9 @@ def read_delimited(path, parse_label, text_columns, label_column, header_present
         if fields is None:
             raise DataError(f"{where}: empty line")
         if max(indices) >= len(fields):
-            raise DataError(f"{where}: expected at least {max(indices) + 1} {kind} fields, "
-                            f"found {len(fields)}")
+            raise DataError(
+                f"{where}: expected at least {max(indices) + 1} {kind} fields, found {len(fields)}"
+            )
         return [fields[i] for i in indices]
 
     records = ((f"{path}:{number}", lambda w, f=fields: values(w, f)) for number, fields in rows)
@@ -110,11 +113,15 @@ def _read_jsonl(path, parse_label, text_columns, label_column, skip_bad_lines):
             raise DataError(f"{where}: expected a JSON object, found {type(record).__name__}")
         missing = [c for c in wanted if c not in record]
         if missing:
-            raise DataError(f"{where}: missing column(s) {missing}; the record has {sorted(record)}")
+            raise DataError(
+                f"{where}: missing column(s) {missing}; the record has {sorted(record)}"
+            )
         for column in text_columns:
             if not isinstance(record[column], str):
-                raise DataError(f"{where}: column {column!r} must be a string, found "
-                                f"{type(record[column]).__name__}")
+                raise DataError(
+                    f"{where}: column {column!r} must be a string, found "
+                    f"{type(record[column]).__name__}"
+                )
         return [record[c] for c in wanted]
 
     lines = enumerate(io.StringIO(read_text(path)), start=1)
@@ -163,23 +170,29 @@ def read_file_examples(task, path, labelled=True, skip_bad_lines=False, infer_la
         raise ValueError(f"{path}: unknown file type; use .csv, .tsv or .jsonl")
     label_column = task.label_column if labelled else None
     if infer_labels and not task.is_regression and not task.labels:
-        _, _, raw = _read_any(kind, path, _raw_label, task.text_columns, label_column,
-                              skip_bad_lines)
+        _, _, raw = _read_any(
+            kind, path, _raw_label, task.text_columns, label_column, skip_bad_lines
+        )
         names = tuple(sorted(set(raw)))
         if len(names) < 2:
-            raise DataError(f"{path}: found {len(names)} distinct label(s) {list(names)} in column "
-                            f"{label_column!r}; classification needs at least 2")
-        metrics = ("accuracy", "f1") if task.metrics == ("accuracy",) and len(names) == 2 else (
-            task.metrics)
+            raise DataError(
+                f"{path}: found {len(names)} distinct label(s) {list(names)} in column "
+                f"{label_column!r}; classification needs at least 2"
+            )
+        metrics = (
+            ("accuracy", "f1")
+            if task.metrics == ("accuracy",) and len(names) == 2
+            else (task.metrics)
+        )
         task = dataclasses.replace(task, labels=names, metrics=metrics)
         logging.info("%s: labels %s", path, list(names))
-    texts, pairs, labels = _read_any(kind, path, label_parser(task), task.text_columns,
-                                     label_column, skip_bad_lines)
+    texts, pairs, labels = _read_any(
+        kind, path, label_parser(task), task.text_columns, label_column, skip_bad_lines
+    )
     return make_examples(task, texts, pairs, labels, labelled, path), task
 
 
 def _read_any(kind, path, parse_label, text_columns, label_column, skip_bad_lines):
     if kind == "jsonl":
         return _read_jsonl(path, parse_label, text_columns, label_column, skip_bad_lines)
-    return read_delimited(path, parse_label, text_columns, label_column, True, kind,
-                           skip_bad_lines)
+    return read_delimited(path, parse_label, text_columns, label_column, True, kind, skip_bad_lines)

@@ -5,6 +5,7 @@
 >>> sorted(out)
 [0, 1, 2, 3, 4]
 """
+
 import contextlib
 import random
 from typing import Iterable, Iterator, List
@@ -28,10 +29,15 @@ def output_paths(output_file: str, num_output_shards: int = 1) -> List[str]:
     if num_output_shards == 1:
         paths = files
     elif len(files) != 1:
-        raise ValueError(f"num_output_shards={num_output_shards} needs output_file to be one prefix, "
-                         f"got {len(files)} comma-separated files")
+        raise ValueError(
+            f"num_output_shards={num_output_shards} needs output_file to be one prefix, "
+            f"got {len(files)} comma-separated files"
+        )
     else:
-        paths = [f"{files[0]}-{i:05d}-of-{num_output_shards:05d}.tfrecord" for i in range(num_output_shards)]
+        paths = [
+            f"{files[0]}-{i:05d}-of-{num_output_shards:05d}.tfrecord"
+            for i in range(num_output_shards)
+        ]
     if len(set(paths)) != len(paths):
         raise ValueError(f"output_file names a file twice: {output_file}")
     return paths

@@ -7,6 +7,7 @@
 - `multiple_choice`: `export_multiple_choice` (article, question, options -> answer).
 - `versions`, `warmup`: version directories and TF Serving warmup requests.
 """
+
 from albert_tf._lazy import lazy_attributes  # noqa: E402
 
 __getattr__, __dir__ = lazy_attributes(__name__)

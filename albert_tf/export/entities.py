@@ -34,6 +34,7 @@ The export loads with only `tensorflow` and `tensorflow_text` imported.
 >>> chunks["start"].to_list(), chunks["end"].to_list()
 ([[0, 3, 4, 5]], [[2, 4, 5, 6]])
 """
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -76,8 +77,9 @@ def _flat_chunks(tag_ids, labels):
     begin = tf.gather(tf.constant(begin_table), tags)
     n = tf.shape(tags, out_type=tf.int64)[0]
     first_in_row = tf.equal(tf.range(n), tf.gather(tf.cast(tag_ids.row_splits, tf.int64), row))
-    previous = tf.where(first_in_row, tf.constant(-1, tf.int64),
-                        tf.concat([[-1], kind[:-1]], axis=0))
+    previous = tf.where(
+        first_in_row, tf.constant(-1, tf.int64), tf.concat([[-1], kind[:-1]], axis=0)
+    )
     inside = kind >= 0
     starts = inside & (begin | tf.not_equal(previous, kind))
     entity_of_word = tf.cumsum(tf.cast(starts, tf.int64)) - 1
@@ -98,10 +100,15 @@ def iob2_chunks(tag_ids, labels):
     splits = tf.cast(tag_ids.row_splits, tf.int64)
     row = tf.gather(tag_ids.value_rowids(), first)
     base = tf.gather(splits, row)
-    values = {"type": tf.gather(tf.constant(types + [""], tf.string), kind),
-              "start": first - base, "end": last + 1 - base}
-    return {k: tf.RaggedTensor.from_value_rowids(v, row, nrows=tag_ids.nrows())
-            for k, v in values.items()}
+    values = {
+        "type": tf.gather(tf.constant(types + [""], tf.string), kind),
+        "start": first - base,
+        "end": last + 1 - base,
+    }
+    return {
+        k: tf.RaggedTensor.from_value_rowids(v, row, nrows=tag_ids.nrows())
+        for k, v in values.items()
+    }
 
 
 def _padded(values, pad):
@@ -110,8 +117,14 @@ def _padded(values, pad):
 
 def _word_probabilities(model, words_tokenizer, words, seq_length, stride):
     """Ragged words [B, (W)] -> float32 ragged [B, (W), C] tag probabilities."""
-    windows = word_windows(words_tokenizer(words), seq_length, stride, words_tokenizer.cls_id,
-                           words_tokenizer.sep_id, words_tokenizer.pad_id)
+    windows = word_windows(
+        words_tokenizer(words),
+        seq_length,
+        stride,
+        words_tokenizer.cls_id,
+        words_tokenizer.sep_id,
+        words_tokenizer.pad_id,
+    )
     logits = tf.cast(model({k: windows[k] for k in INPUT_KEYS}, training=False), tf.float32)
     per_word = owner_logits(windows, logits)
     return per_word.with_values(tf.nn.softmax(per_word.values, axis=-1))
@@ -125,14 +138,18 @@ def _entity_outputs(text, split, tags, word_score, labels):
     byte_end = tf.gather(split["byte_end"].flat_values, last)
     values = {
         "entity_type": (tf.gather(tf.constant(types + [""], tf.string), kind), ""),
-        "entity_text": (tf.strings.substr(tf.gather(text, row), byte_start,
-                                          byte_end - byte_start), ""),
+        "entity_text": (
+            tf.strings.substr(tf.gather(text, row), byte_start, byte_end - byte_start),
+            "",
+        ),
         "entity_start": (tf.gather(split["start"].flat_values, first), -1),
         "entity_end": (tf.gather(split["end"].flat_values, last), -1),
         "entity_score": (tf.math.segment_mean(tf.gather(word_score, inside), entity), 0.0),
     }
-    ragged = {name: tf.RaggedTensor.from_value_rowids(v, row, nrows=tags.nrows())
-              for name, (v, _) in values.items()}
+    ragged = {
+        name: tf.RaggedTensor.from_value_rowids(v, row, nrows=tags.nrows())
+        for name, (v, _) in values.items()
+    }
     outputs = {name: _padded(ragged[name], pad) for name, (_, pad) in values.items()}
     outputs["num_entities"] = ragged["entity_type"].row_lengths()
     return outputs
@@ -143,18 +160,23 @@ def _entity_body(model, words_tokenizer, labels, seq_length, stride):
 
     def serve(text):
         split = split_words(text)
-        probabilities = _word_probabilities(model, words_tokenizer, split["words"], seq_length,
-                                            stride)
+        probabilities = _word_probabilities(
+            model, words_tokenizer, split["words"], seq_length, stride
+        )
         tag = tf.argmax(probabilities.values, axis=-1)
         tags = probabilities.with_values(tag)  # ragged [B, (W)]
         word_score = tf.reduce_max(probabilities.values, axis=-1)
         outputs = _entity_outputs(text, split, tags, word_score, labels)
-        outputs.update(words=_padded(split["words"], ""),
-                       word_tags=_padded(tags.with_values(tf.gather(names, tag)), ""),
-                       word_start=_padded(split["start"], -1), word_end=_padded(split["end"], -1),
-                       word_score=_padded(tags.with_values(word_score), 0.0),
-                       num_words=split["words"].row_lengths())
+        outputs.update(
+            words=_padded(split["words"], ""),
+            word_tags=_padded(tags.with_values(tf.gather(names, tag)), ""),
+            word_start=_padded(split["start"], -1),
+            word_end=_padded(split["end"], -1),
+            word_score=_padded(tags.with_values(word_score), 0.0),
+            num_words=split["words"].row_lengths(),
+        )
         return outputs
+
     return serve
 
 
@@ -162,17 +184,34 @@ def _ids_body(model, labels):
     names = tf.constant(labels, tf.string)
 
     def predict_ids(input_word_ids, input_mask, input_type_ids):
-        inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask,
-                  "input_type_ids": input_type_ids}
+        inputs = {
+            "input_word_ids": input_word_ids,
+            "input_mask": input_mask,
+            "input_type_ids": input_type_ids,
+        }
         logits = tf.cast(model(inputs, training=False), tf.float32)
         tag_id = tf.argmax(logits, axis=-1)
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
-                "tag_id": tag_id, "tag": tf.gather(names, tag_id)}
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "tag_id": tag_id,
+            "tag": tf.gather(names, tag_id),
+        }
+
     return predict_ids
 
 
-def export_token_classifier(model, tokenizer, export_dir, seq_length=None, stride=None,
-                            version=None, labels=None, lower_case=True, write_warmup="auto"):
+def export_token_classifier(
+    model,
+    tokenizer,
+    export_dir,
+    seq_length=None,
+    stride=None,
+    version=None,
+    labels=None,
+    lower_case=True,
+    write_warmup="auto",
+):
     """Exports an `AlbertTokenClassifier` that tags raw text; returns EXPORT_DIR/<version>.
 
     Args:
@@ -194,8 +233,10 @@ def export_token_classifier(model, tokenizer, export_dir, seq_length=None, strid
     """
     labels = list(labels if labels is not None else (model.labels or []))
     if len(labels) != model.num_classes:
-        raise ValueError(f"the export needs one tag name per class ({model.num_classes}): pass "
-                         f"labels=[...] or build the model with labels, got {labels}")
+        raise ValueError(
+            f"the export needs one tag name per class ({model.num_classes}): pass "
+            f"labels=[...] or build the model with labels, got {labels}"
+        )
     if seq_length is None:
         seq_length = getattr(tokenizer, "seq_length", None)
         if seq_length is None:
@@ -203,20 +244,30 @@ def export_token_classifier(model, tokenizer, export_dir, seq_length=None, strid
     _, stride = window_sizes(seq_length, stride)
     max_positions = model.backbone.config.max_position_embeddings
     if seq_length > max_positions:
-        raise ValueError(f"seq_length={seq_length} exceeds the model's "
-                         f"max_position_embeddings={max_positions}")
+        raise ValueError(
+            f"seq_length={seq_length} exceeds the model's max_position_embeddings={max_positions}"
+        )
     served = saved_model.float32_copy(model)
-    words = tokenizer if isinstance(tokenizer, WordTokenizer) else WordTokenizer(
-        tokenizer, lower_case=lower_case)
+    words = (
+        tokenizer
+        if isinstance(tokenizer, WordTokenizer)
+        else WordTokenizer(tokenizer, lower_case=lower_case)
+    )
     archive = keras.export.ExportArchive()
     archive.track(served)
     archive.track(words.text_tokenizer)
-    archive.add_endpoint("serving_default",
-                         _entity_body(served, words, labels, seq_length, stride), [_TEXT])
+    archive.add_endpoint(
+        "serving_default", _entity_body(served, words, labels, seq_length, stride), [_TEXT]
+    )
     archive.add_endpoint("predict_ids", _ids_body(served, labels), [_IDS, _IDS, _IDS])
-    description = {"kind": "token_classifier", "signatures": ["serving_default", "predict_ids"],
-                   "seq_length": int(seq_length), "stride": stride,
-                   "lower_case": words.lower_case, "labels": labels,
-                   "words": "whitespace and single punctuation characters",
-                   "entity_score": "mean over the entity's words of the top tag probability"}
+    description = {
+        "kind": "token_classifier",
+        "signatures": ["serving_default", "predict_ids"],
+        "seq_length": int(seq_length),
+        "stride": stride,
+        "lower_case": words.lower_case,
+        "labels": labels,
+        "words": "whitespace and single punctuation characters",
+        "entity_score": "mean over the entity's words of the top tag probability",
+    }
     return saved_model._write(archive, export_dir, version, False, description, write_warmup)

@@ -41,6 +41,7 @@ int8 weights, float activations); "int8" (integer weights and activations calibr
 representative data set of raw texts; ops without an int8 kernel, such as the tokenizer and
 the softmaxes of the while loop, stay float).
 """
+
 import tensorflow as tf
 import tensorflow_text as tft
 
@@ -50,8 +51,12 @@ from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 VARIANTS = ("float32", "float16", "int8_dynamic", "int8")
 # The custom ops tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS registers that we use.
-TFTEXT_OPS = ("TFText>FastSentencepieceTokenize", "FastBertNormalize", "TFText>WhitespaceTokenize",
-              "TFText>WhitespaceTokenizeWithOffsetsV2")
+TFTEXT_OPS = (
+    "TFText>FastSentencepieceTokenize",
+    "FastBertNormalize",
+    "TFText>WhitespaceTokenize",
+    "TFText>WhitespaceTokenizeWithOffsetsV2",
+)
 _TEXT = tf.TensorSpec([None], tf.string, name="text")
 
 
@@ -71,8 +76,9 @@ class LiteTextInputs:
         self.truncation = preprocessor.truncation
         ids = preprocessor.special_ids
         self.cls_id, self.sep_id, self.pad_id = ids["cls_id"], ids["sep_id"], ids["pad_id"]
-        self.normalizer = (tft.FastBertNormalizer(lower_case_nfd_strip_accents=True)
-                           if self.lower_case else None)
+        self.normalizer = (
+            tft.FastBertNormalizer(lower_case_nfd_strip_accents=True) if self.lower_case else None
+        )
         self.sentencepiece = tft.FastSentencepieceTokenizer(preprocessor.model_proto)
         self.unk_id = SentencePieceTokenizer(preprocessor.model_proto).unk_id
 
@@ -98,8 +104,9 @@ class LiteTextInputs:
 
     def __call__(self, text, text_pair=None):
         """tf.string [B] (and [B]) -> dict of int32 [B, seq_length] model inputs."""
-        segments = [self.tokenize(text)] + ([self.tokenize(text_pair)] if text_pair is not None
-                                            else [])
+        segments = [self.tokenize(text)] + (
+            [self.tokenize(text_pair)] if text_pair is not None else []
+        )
         starts = [splits[:-1] for _, splits in segments]
         kept = self._kept([splits[1:] - splits[:-1] for _, splits in segments])
         position = tf.range(self.seq_length)[tf.newaxis, :]  # [1, S]
@@ -137,8 +144,13 @@ class LiteTextInputs:
         ends = tf.cumsum(lengths)
         begins = ends - lengths  # global piece offset of each word
         bounds = tf.gather(tf.concat([[0], ends], axis=0), word_splits)  # [B + 1]
-        row = tf.reduce_sum(tf.cast(tf.range(tf.size(lengths))[:, tf.newaxis]
-                                    >= tf.expand_dims(word_splits[1:], 0), tf.int32), axis=1)
+        row = tf.reduce_sum(
+            tf.cast(
+                tf.range(tf.size(lengths))[:, tf.newaxis] >= tf.expand_dims(word_splits[1:], 0),
+                tf.int32,
+            ),
+            axis=1,
+        )
         first = 1 + begins - tf.gather(bounds, row)
         budget = self.seq_length - 2
         first = tf.where(first <= budget, first, self.seq_length)
@@ -147,24 +159,37 @@ class LiteTextInputs:
         local = tf.range(budget)[tf.newaxis, :]
         target = tf.expand_dims(bounds[:-1], 1) + local  # [B, budget]
         inside = target < tf.expand_dims(bounds[1:], 1)
-        word = tf.reduce_sum(tf.cast(tf.expand_dims(target, 2) >= tf.reshape(begins, [1, 1, -1]),
-                                     tf.int32), axis=2) - 1
+        word = (
+            tf.reduce_sum(
+                tf.cast(tf.expand_dims(target, 2) >= tf.reshape(begins, [1, 1, -1]), tf.int32),
+                axis=2,
+            )
+            - 1
+        )
         word = tf.maximum(word, 0)
         piece = target - tf.gather(begins, word)
         has_pieces = tf.gather(counts, word) > 0
         index = tf.clip_by_value(tf.gather(splits[:-1], word) + piece, 0, tf.size(values))
-        ids = tf.where(has_pieces, tf.gather(tf.concat([values, [self.unk_id]], 0), index),
-                       self.unk_id)
+        ids = tf.where(
+            has_pieces, tf.gather(tf.concat([values, [self.unk_id]], 0), index), self.unk_id
+        )
         keep = tf.reduce_sum(tf.cast(inside, tf.int32), axis=1)
         ones = tf.ones_like(keep)[:, tf.newaxis]
-        body = tf.where(inside, ids, tf.where(local == keep[:, tf.newaxis], self.sep_id,
-                                              self.pad_id))
+        body = tf.where(
+            inside, ids, tf.where(local == keep[:, tf.newaxis], self.sep_id, self.pad_id)
+        )
         word_ids = tf.concat([ones * self.cls_id, body, ones * self.pad_id], axis=1)
-        word_ids = tf.where(tf.equal(tf.range(self.seq_length)[tf.newaxis], keep[:, None] + 1),
-                            self.sep_id, word_ids)
+        word_ids = tf.where(
+            tf.equal(tf.range(self.seq_length)[tf.newaxis], keep[:, None] + 1),
+            self.sep_id,
+            word_ids,
+        )
         mask = tf.cast(tf.range(self.seq_length)[tf.newaxis] < keep[:, None] + 2, tf.int32)
-        inputs = {"input_word_ids": word_ids, "input_mask": mask,
-                  "input_type_ids": tf.zeros_like(word_ids)}
+        inputs = {
+            "input_word_ids": word_ids,
+            "input_mask": mask,
+            "input_type_ids": tf.zeros_like(word_ids),
+        }
         return inputs, first, word_splits
 
 
@@ -173,11 +198,18 @@ def _classifier_fn(model, inputs, pair):
         logits = tf.cast(model(inputs(text, text_pair), training=False), tf.float32)
         if model.num_classes == 1:
             return {"score": logits[:, 0]}
-        return {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits,
-                "label": tf.argmax(logits, axis=-1, output_type=tf.int64)}
+        return {
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "logits": logits,
+            "label": tf.argmax(logits, axis=-1, output_type=tf.int64),
+        }
+
     if pair:
-        return tf.function(outputs, input_signature=[_TEXT, tf.TensorSpec(
-            [None], tf.string, name="text_pair")], autograph=False)
+        return tf.function(
+            outputs,
+            input_signature=[_TEXT, tf.TensorSpec([None], tf.string, name="text_pair")],
+            autograph=False,
+        )
     return tf.function(lambda text: outputs(text), input_signature=[_TEXT], autograph=False)
 
 
@@ -188,22 +220,30 @@ def _token_classifier_fn(model, inputs):
         num_words = word_splits[1:] - word_splits[:-1]
         tagged = first < inputs.seq_length
         # Words per text that fit in the window (they are a prefix of the text's words).
-        row = tf.reduce_sum(tf.cast(tf.range(tf.size(first))[:, tf.newaxis]
-                                    >= tf.expand_dims(word_splits[1:], 0), tf.int32), axis=1)
-        count = tf.math.unsorted_segment_sum(tf.cast(tagged, tf.int32), row,
-                                             tf.size(num_words))
+        row = tf.reduce_sum(
+            tf.cast(
+                tf.range(tf.size(first))[:, tf.newaxis] >= tf.expand_dims(word_splits[1:], 0),
+                tf.int32,
+            ),
+            axis=1,
+        )
+        count = tf.math.unsorted_segment_sum(tf.cast(tagged, tf.int32), row, tf.size(num_words))
         width = tf.reduce_max(tf.concat([count, [0]], axis=0))
         k = tf.range(width)[tf.newaxis, :]
         valid = k < count[:, tf.newaxis]  # [B, W]
-        flat = tf.clip_by_value(tf.expand_dims(word_splits[:-1], 1) + k, 0,
-                                tf.maximum(tf.size(first) - 1, 0))
+        flat = tf.clip_by_value(
+            tf.expand_dims(word_splits[:-1], 1) + k, 0, tf.maximum(tf.size(first) - 1, 0)
+        )
         position = tf.gather(tf.concat([first, [0]], 0), flat)
         position = tf.where(valid, position, 0)
         probabilities = tf.nn.softmax(tf.gather(logits, position, batch_dims=1), axis=-1)
         probabilities = tf.where(tf.expand_dims(valid, 2), probabilities, 0.0)
-        return {"probabilities": probabilities,
-                "tag_id": tf.where(valid, tf.argmax(probabilities, axis=-1), -1),
-                "num_words": tf.cast(count, tf.int64)}
+        return {
+            "probabilities": probabilities,
+            "tag_id": tf.where(valid, tf.argmax(probabilities, axis=-1), -1),
+            "num_words": tf.cast(count, tf.int64),
+        }
+
     return tf.function(outputs, input_signature=[_TEXT], autograph=False)
 
 
@@ -219,15 +259,16 @@ def serving_function(model, preprocessor, seq_length=None, pair=False):
             raise ValueError("the token classifier takes one text")
         return _token_classifier_fn(model, inputs)
     if not hasattr(model, "num_classes") or not hasattr(model, "is_regression"):
-        raise TypeError(f"LiteRT export supports AlbertClassifier and AlbertTokenClassifier, "
-                        f"got {type(model).__name__}")
+        raise TypeError(
+            f"LiteRT export supports AlbertClassifier and AlbertTokenClassifier, "
+            f"got {type(model).__name__}"
+        )
     return _classifier_fn(model, inputs, pair)
 
 
 def _frozen_module(fn):
     """A tf.Module whose signature is `fn` with every variable frozen into a constant."""
-    from tensorflow.python.framework.convert_to_constants import (
-        convert_variables_to_constants_v2)
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     concrete = fn.get_concrete_function()
     frozen = convert_variables_to_constants_v2(concrete)
@@ -236,6 +277,7 @@ def _frozen_module(fn):
 
     def call(*args):
         return tf.nest.pack_sequence_as(structure, frozen(*args))
+
     module = tf.Module()
     module.serve = tf.function(call, input_signature=list(specs), autograph=False)
     return module
@@ -263,18 +305,22 @@ def convert(fn, variant="float32", representative_texts=None):
             raise ValueError("variant 'int8' needs representative_texts")
         # Calibration runs the whole model, tokenizer included: register tf-text's kernels.
         converter.target_spec._experimental_custom_op_registerers = list(
-            tft.tflite_registrar.SELECT_TFTEXT_OPS)
+            tft.tflite_registrar.SELECT_TFTEXT_OPS
+        )
         names = [spec.name for spec in concrete.structured_input_signature[0]]
 
         def dataset():
             for batch in representative_texts:
                 yield dict(zip(names, [tf.constant(x, tf.string) for x in batch]))
+
         converter.representative_dataset = dataset
     data = converter.convert()
     unknown = sorted(set(custom_ops(data)) - set(TFTEXT_OPS))
     if unknown:
-        raise ConversionError(f"the {variant} model needs ops that neither TFLite builtins nor "
-                              f"tensorflow-text provide: {', '.join(unknown)}")
+        raise ConversionError(
+            f"the {variant} model needs ops that neither TFLite builtins nor "
+            f"tensorflow-text provide: {', '.join(unknown)}"
+        )
     return data
 
 
@@ -287,8 +333,15 @@ def custom_ops(data):
     return sorted({c.CustomCode().decode() for c in codes if c.CustomCode()})
 
 
-def export_litert(model, preprocessor, path, variant="float32", seq_length=None, pair=False,
-                  representative_texts=None):
+def export_litert(
+    model,
+    preprocessor,
+    path,
+    variant="float32",
+    seq_length=None,
+    pair=False,
+    representative_texts=None,
+):
     """Writes `model` (a trained `AlbertClassifier` or `AlbertTokenClassifier`) with raw-text
     preprocessing to the `.tflite` file `path` (atomically); returns the file's size in bytes.
 
@@ -316,8 +369,11 @@ def interpreter(model_path=None, model_content=None):
         from ai_edge_litert.interpreter import InterpreterWithCustomOps
     except ImportError:
         from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
-    return InterpreterWithCustomOps(model_path=model_path, model_content=model_content,
-                                    custom_op_registerers=tft.tflite_registrar.SELECT_TFTEXT_OPS)
+    return InterpreterWithCustomOps(
+        model_path=model_path,
+        model_content=model_content,
+        custom_op_registerers=tft.tflite_registrar.SELECT_TFTEXT_OPS,
+    )
 
 
 def text_ops_bytes(data):
@@ -353,8 +409,10 @@ def run_file(path, columns, batch_size=32):
     outputs = {}
     count = len(next(iter(columns.values())))
     for start in range(0, count, batch_size):
-        batch = {k: np.array([t.encode("utf-8") for t in v[start:start + batch_size]], object)
-                 for k, v in columns.items()}
+        batch = {
+            k: np.array([t.encode("utf-8") for t in v[start : start + batch_size]], object)
+            for k, v in columns.items()
+        }
         result = runner(**batch)
         for key, value in _rows(result).items():
             outputs.setdefault(key, []).append(value)
@@ -371,8 +429,10 @@ def _rows(result):
     probabilities = result["probabilities"]
     rows = [probabilities[i, :n] for i, n in enumerate(result["num_words"])]
     width = probabilities.shape[-1]
-    return {"probabilities": np.concatenate(rows) if rows else np.zeros([0, width]),
-            "num_words": result["num_words"]}
+    return {
+        "probabilities": np.concatenate(rows) if rows else np.zeros([0, width]),
+        "num_words": result["num_words"],
+    }
 
 
 def reference_outputs(fn_or_model, preprocessor, columns, seq_length=None, batch_size=64):
@@ -385,15 +445,19 @@ def reference_outputs(fn_or_model, preprocessor, columns, seq_length=None, batch
     outputs = {}
     count = len(next(iter(columns.values())))
     for start in range(0, count, batch_size):
-        batch = {k: tf.constant(v[start:start + batch_size], tf.string)
-                 for k, v in columns.items()}
+        batch = {
+            k: tf.constant(v[start : start + batch_size], tf.string) for k, v in columns.items()
+        }
         if isinstance(fn_or_model, tf.types.experimental.GenericFunction):
             result = fn_or_model(**batch)
         else:
             model = fn_or_model
             logits = tf.cast(model(pre(batch), training=False), tf.float32)
-            result = ({"score": logits[:, 0]} if model.num_classes == 1
-                      else {"probabilities": tf.nn.softmax(logits, axis=-1)})
+            result = (
+                {"score": logits[:, 0]}
+                if model.num_classes == 1
+                else {"probabilities": tf.nn.softmax(logits, axis=-1)}
+            )
         for key, value in _rows({k: v.numpy() for k, v in result.items()}).items():
             outputs.setdefault(key, []).append(value)
     return {k: np.concatenate(v) for k, v in outputs.items()}
@@ -406,15 +470,18 @@ def agreement(outputs, reference, labels=None):
     import numpy as np
 
     if "score" in reference:
-        return {"max_score_diff": float(np.abs(outputs["score"] - reference["score"]).max(
-            initial=0.0)), "rows": int(len(reference["score"]))}
+        return {
+            "max_score_diff": float(np.abs(outputs["score"] - reference["score"]).max(initial=0.0)),
+            "rows": int(len(reference["score"])),
+        }
     got, want = outputs["probabilities"], reference["probabilities"]
     if got.shape != want.shape:
         raise ValueError(f"outputs {got.shape} and reference {want.shape} differ in shape")
-    result = {"rows": int(len(want)),
-              "top1_agreement": float(np.mean(got.argmax(-1) == want.argmax(-1))) if len(want)
-              else 1.0,
-              "max_prob_diff": float(np.abs(got - want).max(initial=0.0))}
+    result = {
+        "rows": int(len(want)),
+        "top1_agreement": float(np.mean(got.argmax(-1) == want.argmax(-1))) if len(want) else 1.0,
+        "max_prob_diff": float(np.abs(got - want).max(initial=0.0)),
+    }
     if labels is not None:
         labels = np.asarray(labels)
         result["accuracy"] = float(np.mean(got.argmax(-1) == labels))
@@ -431,7 +498,7 @@ def token_agreement(preprocessor, texts, seq_length=None):
     pre = preprocessor.with_padding(False, lite.seq_length)
     same = 0
     for start in range(0, len(texts), 256):
-        batch = tf.constant(texts[start:start + 256], tf.string)
+        batch = tf.constant(texts[start : start + 256], tf.string)
         a, b = lite(batch)["input_word_ids"].numpy(), pre(batch)["input_word_ids"].numpy()
         same += int(np.sum(np.all(a == b, axis=1)))
     return same / max(len(texts), 1)
@@ -446,11 +513,15 @@ def task_texts(task, split, limit=None):
     if task.kind == "token_classification":
         words = task.sentences[split].words[:limit]
         labels = task.tag_ids.get(split)
-        return ({"text": [" ".join(w) for w in words]},
-                None if labels is None else [np.asarray(t) for t in labels[:limit]])
+        return (
+            {"text": [" ".join(w) for w in words]},
+            None if labels is None else [np.asarray(t) for t in labels[:limit]],
+        )
     if task.kind != "classification":
-        raise ValueError(f"LiteRT export supports classification and token_classification "
-                         f"tasks, not {task.kind!r} (SQuAD and RACE are not exported yet)")
+        raise ValueError(
+            f"LiteRT export supports classification and token_classification "
+            f"tasks, not {task.kind!r} (SQuAD and RACE are not exported yet)"
+        )
     features = task.features(split)
     columns = {k: [str(t) for t in v[:limit]] for k, v in features.inputs.items()}
     labels = None if features.labels is None else np.asarray(features.labels)[:limit]
@@ -466,8 +537,16 @@ def _row_labels(labels, num_words):
     return np.concatenate(parts) if parts else np.zeros([0], np.int64)
 
 
-def export_finetuned(model, task, output_dir, variants=VARIANTS, seq_length=None,
-                     num_representative=100, max_eval_examples=None, batch_size=32):
+def export_finetuned(
+    model,
+    task,
+    output_dir,
+    variants=VARIANTS,
+    seq_length=None,
+    num_representative=100,
+    max_eval_examples=None,
+    batch_size=32,
+):
     """Exports a fine-tuned task's model as `<output_dir>/model_<variant>.tflite` for each
     variant and measures each against the reference on the task's dev texts; writes and returns
     the report (`<output_dir>/litert_report.json`). `task` has its train and dev splits loaded
@@ -486,22 +565,31 @@ def export_finetuned(model, task, output_dir, variants=VARIANTS, seq_length=None
     else:
         reference = reference_outputs(fn, pre, dev, seq_length)
     row_labels = None if labels is None else _row_labels(labels, reference.get("num_words"))
-    report = {"kind": task.kind, "task": task.name, "seq_length": seq_length, "pair": pair,
-              "lower_case": pre.lower_case, "truncation": pre.truncation,
-              "eval_examples": len(dev["text"]),
-              "reference": ("Keras float32 model + AlbertPreprocessor (the SavedModel's "
-                            "serving_default)" if task.kind == "classification" else
-                            "the same graph run in TensorFlow (float32)"),
-              "token_agreement": token_agreement(pre, dev["text"], seq_length),
-              "variants": {}}
+    report = {
+        "kind": task.kind,
+        "task": task.name,
+        "seq_length": seq_length,
+        "pair": pair,
+        "lower_case": pre.lower_case,
+        "truncation": pre.truncation,
+        "eval_examples": len(dev["text"]),
+        "reference": (
+            "Keras float32 model + AlbertPreprocessor (the SavedModel's serving_default)"
+            if task.kind == "classification"
+            else "the same graph run in TensorFlow (float32)"
+        ),
+        "token_agreement": token_agreement(pre, dev["text"], seq_length),
+        "variants": {},
+    }
     tf.io.gfile.makedirs(output_dir)
     for variant in variants:
         calibration = None
         if variant == "int8":
             train, _ = task_texts(task, "train", num_representative)
             count = len(train["text"])
-            calibration = [[train[k][i:i + batch_size] for k in train]
-                           for i in range(0, count, batch_size)]
+            calibration = [
+                [train[k][i : i + batch_size] for k in train] for i in range(0, count, batch_size)
+            ]
         path = os.path.join(output_dir, f"model_{variant}.tflite")
         data = convert(fn, variant, calibration)
         files.write_atomic(path, data)
@@ -525,20 +613,26 @@ def _ratio(entry, key):
 
 def format_report(report):
     """The report as a text table (one line per variant)."""
-    lines = [f"{report['task']} ({report['kind']}), seq_length {report['seq_length']}, "
-             f"{report['eval_examples']} dev examples; token ids equal to AlbertPreprocessor's "
-             f"on {100 * report['token_agreement']:.1f}% of them",
-             f"{'variant':<13}{'bytes':>11}{'x f32':>7}{'model x':>8}{'top-1 agr':>10}"
-             f"{'max |dp|':>10}{'accuracy':>10}"]
+    lines = [
+        f"{report['task']} ({report['kind']}), seq_length {report['seq_length']}, "
+        f"{report['eval_examples']} dev examples; token ids equal to AlbertPreprocessor's "
+        f"on {100 * report['token_agreement']:.1f}% of them",
+        f"{'variant':<13}{'bytes':>11}{'x f32':>7}{'model x':>8}{'top-1 agr':>10}"
+        f"{'max |dp|':>10}{'accuracy':>10}",
+    ]
     for name, e in report["variants"].items():
         agree = e.get("top1_agreement")
         accuracy = e.get("accuracy")
         lines.append(
             f"{name:<13}{e['bytes']:>11,}{_ratio(e, 'size_ratio'):>7}"
             f"{_ratio(e, 'model_size_ratio'):>8}"
-            + (f"{agree:>10.4f}{e['max_prob_diff']:>10.2e}" if agree is not None
-               else f"{'':>10}{e['max_score_diff']:>10.2e}")
-            + (f"{accuracy:>10.4f}" if accuracy is not None else f"{'':>10}"))
+            + (
+                f"{agree:>10.4f}{e['max_prob_diff']:>10.2e}"
+                if agree is not None
+                else f"{'':>10}{e['max_score_diff']:>10.2e}"
+            )
+            + (f"{accuracy:>10.4f}" if accuracy is not None else f"{'':>10}")
+        )
     reference = next(iter(report["variants"].values()), {}).get("reference_accuracy")
     if reference is not None:
         lines.append(f"reference ({report['reference']}) accuracy {reference:.4f}")

@@ -19,6 +19,7 @@ describes the export and warmup requests are written when tensorflow-serving-api
 >>> serve(article=tf.constant(["Tom has a cat."]), question=tf.constant(["Tom has a _ ."]),
 ...       options=tf.constant([["cat", "dog", "car", "hat"]]))["answer"]  # doctest: +SKIP
 """
+
 import keras
 import tensorflow as tf
 import tensorflow_text as tft
@@ -35,10 +36,16 @@ _IDS = tf.TensorSpec([None, NUM_CHOICES, None], tf.int32)
 BUCKET = 8
 _LONG = "The students walked to the old library after class. " * 60
 WARMUP_BATCHES = (
-    {"article": ["Tom has a small cat."], "question": ["What does Tom have?"],
-     "options": [["A cat.", "A dog.", "A car.", "A hat."]]},
-    {"article": [_LONG, ""], "question": ["They walked to the _ .", ""],
-     "options": [["library", "park", "school", "shop"], ["Grüße", "", "東京", "x"]]},
+    {
+        "article": ["Tom has a small cat."],
+        "question": ["What does Tom have?"],
+        "options": [["A cat.", "A dog.", "A car.", "A hat."]],
+    },
+    {
+        "article": [_LONG, ""],
+        "question": ["They walked to the _ .", ""],
+        "options": [["library", "park", "school", "shop"], ["Grüße", "", "東京", "x"]],
+    },
 )
 
 
@@ -55,10 +62,15 @@ def qa_texts(question, options):
     flat_options = tf.reshape(options, [-1])
     parts = tf.gather(tf.strings.split(question, "_"), rows)  # [B*4, (parts)]
     part_row = parts.value_rowids()
-    last = tf.equal(tf.range(tf.size(parts.flat_values, out_type=tf.int64)),
-                    tf.gather(parts.row_limits(), part_row) - 1)
-    filled = tf.where(last, parts.flat_values, tf.strings.join(
-        [parts.flat_values, tf.gather(flat_options, part_row)]))
+    last = tf.equal(
+        tf.range(tf.size(parts.flat_values, out_type=tf.int64)),
+        tf.gather(parts.row_limits(), part_row) - 1,
+    )
+    filled = tf.where(
+        last,
+        parts.flat_values,
+        tf.strings.join([parts.flat_values, tf.gather(flat_options, part_row)]),
+    )
     cloze = tf.strings.reduce_join(parts.with_flat_values(filled), axis=1)
     joined = tf.strings.join([tf.gather(question, rows), flat_options], separator=" ")
     qa = tf.where(parts.row_lengths() > 1, cloze, joined)
@@ -73,8 +85,19 @@ def _keep(ids, keep_from, keep_to):
     return tf.ragged.boolean_mask(ids, (positions >= starts) & (positions < ends))
 
 
-def pack_choices(tokenizer, article, question, options, seq_length, max_qa_length, cls_id,
-                 sep_id, pad_id=0, lower_case=True, bucket=BUCKET):
+def pack_choices(
+    tokenizer,
+    article,
+    question,
+    options,
+    seq_length,
+    max_qa_length,
+    cls_id,
+    sep_id,
+    pad_id=0,
+    lower_case=True,
+    bucket=BUCKET,
+):
     """Raw article [B], question [B], options [B, 4] -> the model's int32 inputs [B, 4, L]
     (`albert_tf.data.race.build_inputs` in the graph; L = the longest choice rounded up to
     `bucket`, at most `seq_length`). `tokenizer` is a `TextTokenizer`.
@@ -87,17 +110,24 @@ def pack_choices(tokenizer, article, question, options, seq_length, max_qa_lengt
     question = tf.convert_to_tensor(question, tf.string)
     options = tf.convert_to_tensor(options, tf.string)
     batch = tf.shape(question, out_type=tf.int64)[0]
-    checks = [tf.debugging.assert_equal(tf.shape(x, out_type=tf.int64)[0], batch, message=(
-        "article, question and options must have the same batch size")) for x in (article,
-                                                                                  options)]
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(x, out_type=tf.int64)[0],
+            batch,
+            message=("article, question and options must have the same batch size"),
+        )
+        for x in (article, options)
+    ]
     with tf.control_dependencies(checks):
         article, options = tf.identity(article), tf.identity(options)
     # One normalization and one tokenizer call each (their graphs are large): [questions;
     # options] are normalized before the "_" rule, as the original; [articles; qas] tokenized.
-    normalized = graph_ops.normalize(tf.concat([question, tf.reshape(options, [-1])], 0),
-                                     lower=lower_case)
-    qa = tf.reshape(qa_texts(normalized[:batch], tf.reshape(normalized[batch:],
-                                                            [-1, NUM_CHOICES])), [-1])
+    normalized = graph_ops.normalize(
+        tf.concat([question, tf.reshape(options, [-1])], 0), lower=lower_case
+    )
+    qa = tf.reshape(
+        qa_texts(normalized[:batch], tf.reshape(normalized[batch:], [-1, NUM_CHOICES])), [-1]
+    )
     ids = tf.cast(tokenizer(tf.concat([article, qa], 0)), tf.int64)
     qa_ids = ids[batch:]
     qa_lengths = qa_ids.row_lengths()
@@ -105,29 +135,46 @@ def pack_choices(tokenizer, article, question, options, seq_length, max_qa_lengt
     article_ids = tf.gather(ids[:batch], tf.repeat(tf.range(batch), NUM_CHOICES))
     budget = seq_length - 3 - qa_ids.row_lengths()
     article_ids = _keep(article_ids, tf.zeros_like(budget), budget)
-    ids, type_ids = tft.combine_segments([article_ids, qa_ids], start_of_sequence_id=cls_id,
-                                         end_of_segment_id=sep_id)
+    ids, type_ids = tft.combine_segments(
+        [article_ids, qa_ids], start_of_sequence_id=cls_id, end_of_segment_id=sep_id
+    )
     longest = tf.reduce_max(tf.concat([ids.row_lengths(), [3]], axis=0))
     length = tf.minimum((longest + bucket - 1) // bucket * bucket, seq_length)
     shape = tf.stack([ids.nrows(), length])
 
     def dense(values, default):
-        return tf.reshape(tf.cast(values.to_tensor(default_value=default, shape=shape),
-                                  tf.int32), [-1, NUM_CHOICES, length])
-    return {"input_word_ids": dense(ids, pad_id), "input_mask": dense(tf.ones_like(ids), 0),
-            "input_type_ids": dense(type_ids, 0)}
+        return tf.reshape(
+            tf.cast(values.to_tensor(default_value=default, shape=shape), tf.int32),
+            [-1, NUM_CHOICES, length],
+        )
+
+    return {
+        "input_word_ids": dense(ids, pad_id),
+        "input_mask": dense(tf.ones_like(ids), 0),
+        "input_type_ids": dense(type_ids, 0),
+    }
 
 
 def _head(model):
     def body(inputs):
         logits = tf.cast(model(inputs, training=False), tf.float32)
-        return {"probabilities": tf.nn.softmax(logits, axis=-1),
-                "answer": tf.argmax(logits, axis=-1, output_type=tf.int64)}
+        return {
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "answer": tf.argmax(logits, axis=-1, output_type=tf.int64),
+        }
+
     return body
 
 
-def export_multiple_choice(model, preprocessor, export_dir, max_qa_length=128, seq_length=None,
-                           version=None, write_warmup="auto"):
+def export_multiple_choice(
+    model,
+    preprocessor,
+    export_dir,
+    max_qa_length=128,
+    seq_length=None,
+    version=None,
+    write_warmup="auto",
+):
     """Exports an `AlbertMultipleChoice` with a raw-text signature; returns EXPORT_DIR/<version>.
 
     Args:
@@ -141,37 +188,63 @@ def export_multiple_choice(model, preprocessor, export_dir, max_qa_length=128, s
         write_warmup: True, False, or "auto" (write when tensorflow-serving-api is installed).
     """
     if getattr(model, "num_choices", None) != NUM_CHOICES:
-        raise ValueError(f"export_multiple_choice needs an AlbertMultipleChoice with "
-                         f"{NUM_CHOICES} choices, got {type(model).__name__}")
+        raise ValueError(
+            f"export_multiple_choice needs an AlbertMultipleChoice with "
+            f"{NUM_CHOICES} choices, got {type(model).__name__}"
+        )
     seq_length = int(seq_length or preprocessor.seq_length)
     check_lengths(seq_length, max_qa_length)
     max_positions = model.backbone.config.max_position_embeddings
     if seq_length > max_positions:
-        raise ValueError(f"seq_length={seq_length} exceeds the model's "
-                         f"max_position_embeddings={max_positions}")
+        raise ValueError(
+            f"seq_length={seq_length} exceeds the model's max_position_embeddings={max_positions}"
+        )
     model = float32_copy(model)
-    tokenizer = TextTokenizer(preprocessor.model_proto, lower_case=preprocessor.lower_case,
-                              name="race_tokenizer")
+    tokenizer = TextTokenizer(
+        preprocessor.model_proto, lower_case=preprocessor.lower_case, name="race_tokenizer"
+    )
     special = preprocessor.special_ids
     head = _head(model)
 
     def serve(article, question, options):
-        return head(pack_choices(tokenizer, article, question, options, seq_length,
-                                 max_qa_length, special["cls_id"], special["sep_id"],
-                                 special["pad_id"], preprocessor.lower_case))
+        return head(
+            pack_choices(
+                tokenizer,
+                article,
+                question,
+                options,
+                seq_length,
+                max_qa_length,
+                special["cls_id"],
+                special["sep_id"],
+                special["pad_id"],
+                preprocessor.lower_case,
+            )
+        )
 
     def predict_ids(input_word_ids, input_mask, input_type_ids):
-        return head({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                     "input_type_ids": input_type_ids})
+        return head(
+            {
+                "input_word_ids": input_word_ids,
+                "input_mask": input_mask,
+                "input_type_ids": input_type_ids,
+            }
+        )
 
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(tokenizer)
     archive.add_endpoint("serving_default", serve, [_TEXT, _TEXT, _OPTIONS])
     archive.add_endpoint("predict_ids", predict_ids, [_IDS, _IDS, _IDS])
-    description = {"kind": "multiple_choice", "signatures": ["serving_default", "predict_ids"],
-                   "num_choices": NUM_CHOICES, "seq_length": seq_length,
-                   "max_qa_length": max_qa_length, "lower_case": preprocessor.lower_case,
-                   "bucket": BUCKET}
-    return saved_model.write_export(archive, export_dir, version, description, write_warmup,
-                                    WARMUP_BATCHES)
+    description = {
+        "kind": "multiple_choice",
+        "signatures": ["serving_default", "predict_ids"],
+        "num_choices": NUM_CHOICES,
+        "seq_length": seq_length,
+        "max_qa_length": max_qa_length,
+        "lower_case": preprocessor.lower_case,
+        "bucket": BUCKET,
+    }
+    return saved_model.write_export(
+        archive, export_dir, version, description, write_warmup, WARMUP_BATCHES
+    )

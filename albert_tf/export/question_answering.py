@@ -34,6 +34,7 @@ a context the LCS cannot align, which the Python path skips, is answered here).
 >>> serve = tf.saved_model.load(path).signatures["serving_default"]  # doctest: +SKIP
 >>> serve(question=tf.constant(["Where?"]), context=tf.constant(["In Paris."]))  # doctest: +SKIP
 """
+
 import keras
 import tensorflow as tf
 
@@ -47,8 +48,10 @@ _TEXT = tf.TensorSpec([None], tf.string)
 NO_SPAN_SCORE = -2e6
 _NULL_START = 1e6  # v2: the null score of a question without windows (the Python start value)
 _BIG = tf.int64.max
-WARMUP = ({"question": ["Where is it?"], "context": ["It is in Paris, France."]},
-          {"question": ["Wer?", ""], "context": ["Grüße aus Köln! " * 60, ""]})
+WARMUP = (
+    {"question": ["Where is it?"], "context": ["It is in Paris, France."]},
+    {"question": ["Wer?", ""], "context": ["Grüße aus Köln! " * 60, ""]},
+)
 
 
 def _ceil_div(a, b):
@@ -75,24 +78,27 @@ def question_windows(question_ids, context_ids, settings, cls_id, sep_id):
     query_length = query.row_lengths()
     window_length = seq - query_length - 3
     stride = tf.minimum(window_length, settings.doc_stride)
-    count = tf.where(num_pieces > 0,
-                     1 + _ceil_div(tf.maximum(num_pieces - window_length, 0), stride), 0)
+    count = tf.where(
+        num_pieces > 0, 1 + _ceil_div(tf.maximum(num_pieces - window_length, 0), stride), 0
+    )
     example = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)
     within = tf.ragged.range(count).flat_values
     start = within * tf.gather(stride, example)
-    length = tf.minimum(tf.gather(window_length, example),
-                        tf.gather(num_pieces, example) - start)
+    length = tf.minimum(tf.gather(window_length, example), tf.gather(num_pieces, example) - start)
     base = tf.gather(context_ids.row_starts(), example) + start
     pieces = tf.ragged.range(base, base + length)  # [N, (length)] flat piece indices
     window = tf.cast(pieces.value_rowids(), tf.int64)
     offset = pieces.flat_values - tf.gather(base, window)
     score = 100 * tf.minimum(offset, tf.gather(length, window) - 1 - offset) + tf.gather(
-        length, window)
+        length, window
+    )
     total = tf.size(context_ids.flat_values, out_type=tf.int64)
     best = tf.math.unsorted_segment_max(score, pieces.flat_values, total)
     first = tf.math.unsorted_segment_min(
         tf.where(tf.equal(score, tf.gather(best, pieces.flat_values)), window, _BIG),
-        pieces.flat_values, total)
+        pieces.flat_values,
+        total,
+    )
     owner = pieces.with_flat_values(tf.equal(tf.gather(first, pieces.flat_values), window))
     n = tf.size(example, out_type=tf.int64)
 
@@ -100,10 +106,16 @@ def question_windows(question_ids, context_ids, settings, cls_id, sep_id):
         return tf.RaggedTensor.from_tensor(tf.fill([n, 1], tf.constant(value, dtype)))
 
     query_rows = tf.gather(query, example)
-    ids = tf.concat([column(cls_id), query_rows, column(sep_id),
-                     pieces.with_flat_values(tf.gather(context_ids.flat_values,
-                                                       pieces.flat_values)),
-                     column(sep_id)], axis=1)
+    ids = tf.concat(
+        [
+            column(cls_id),
+            query_rows,
+            column(sep_id),
+            pieces.with_flat_values(tf.gather(context_ids.flat_values, pieces.flat_values)),
+            column(sep_id),
+        ],
+        axis=1,
+    )
     ones = tf.ones_like(query_rows)
     shape = [None, seq]
     before = tf.concat([column(1), ones, column(1)], axis=1)  # [CLS] question [SEP]
@@ -114,20 +126,28 @@ def question_windows(question_ids, context_ids, settings, cls_id, sep_id):
     piece = tf.concat([before * 0 - 1, pieces, column(-1)], axis=1)
 
     def dense(values, default, dtype=tf.int32):
-        return tf.cast(values.to_tensor(default_value=tf.cast(default, values.dtype),
-                                        shape=shape), dtype)
-    return {"input_word_ids": dense(ids, 0), "input_mask": dense(tf.ones_like(ids), 0),
-            "input_type_ids": dense(type_ids, 0), "p_mask": dense(p_mask, 1),
-            "example": example, "piece": dense(piece, -1, tf.int64),
-            "max_context": dense(max_context, False, tf.bool)}
+        return tf.cast(
+            values.to_tensor(default_value=tf.cast(default, values.dtype), shape=shape), dtype
+        )
+
+    return {
+        "input_word_ids": dense(ids, 0),
+        "input_mask": dense(tf.ones_like(ids), 0),
+        "input_type_ids": dense(type_ids, 0),
+        "p_mask": dense(p_mask, 1),
+        "example": example,
+        "piece": dense(piece, -1, tf.int64),
+        "max_context": dense(max_context, False, tf.bool),
+    }
 
 
 def _solid_counts(context):
     """Dense int64 [B, C + 1]: non-whitespace characters before each character offset of the
     raw context (padded with int64 max, so that each row stays sorted)."""
     cp = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
-    solid = tf.logical_not(graph_offsets.graph_ops._in_ranges(
-        tf.constant(graph_offsets._WHITESPACE), cp.flat_values))
+    solid = tf.logical_not(
+        graph_offsets.graph_ops._in_ranges(tf.constant(graph_offsets._WHITESPACE), cp.flat_values)
+    )
     solid = cp.with_flat_values(tf.cast(solid, tf.int64))
     counts = tf.concat([tf.zeros([cp.nrows(), 1], tf.int64), tf.cumsum(solid, axis=1)], axis=1)
     counts = counts.to_tensor(default_value=_BIG)
@@ -137,17 +157,24 @@ def _solid_counts(context):
 
 def _candidates(model, inputs, settings, n_best_size):
     """(starts, ends, scores [N, K] in the Python order, per-window null score or None)."""
-    outputs = model({k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
-                    | ({"p_mask": inputs["p_mask"]} if _is_v2(model) else {}), training=False)
-    outputs = {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v
-               for k, v in outputs.items()}
+    outputs = model(
+        {k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+        | ({"p_mask": inputs["p_mask"]} if _is_v2(model) else {}),
+        training=False,
+    )
+    outputs = {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in outputs.items()}
     if _is_v2(model):
         repeat = model.end_n_top
         starts = tf.repeat(outputs["start_top_index"], repeat, axis=1)
-        scores = (tf.repeat(outputs["start_top_log_probs"], repeat, axis=1)
-                  + outputs["end_top_log_probs"])
-        return (tf.cast(starts, tf.int64), tf.cast(outputs["end_top_index"], tf.int64), scores,
-                tf.reshape(outputs["cls_logits"], [-1]))
+        scores = (
+            tf.repeat(outputs["start_top_log_probs"], repeat, axis=1) + outputs["end_top_log_probs"]
+        )
+        return (
+            tf.cast(starts, tf.int64),
+            tf.cast(outputs["end_top_index"], tf.int64),
+            scores,
+            tf.reshape(outputs["cls_logits"], [-1]),
+        )
     k = min(n_best_size, settings.max_seq_length)
     start_values, start_index = tf.math.top_k(outputs["start_logits"], k)
     end_values, end_index = tf.math.top_k(outputs["end_logits"], k)
@@ -180,10 +207,11 @@ def _answer_body(model, tokenizer, settings, n_best_size, max_answer_length, nul
 
     def serve(question, context):
         batch = tf.size(context, out_type=tf.int64)
-        query = tokenizer(question)[:, :settings.max_query_length]
+        query = tokenizer(question)[:, : settings.max_query_length]
         split = graph_offsets.pieces_with_offsets(context, sentencepiece, lower)
         ids = split["pieces"].with_flat_values(
-            tf.cast(sentencepiece.string_to_id(split["pieces"].flat_values), tf.int64))
+            tf.cast(sentencepiece.string_to_id(split["pieces"].flat_values), tf.int64)
+        )
         inputs = question_windows(query, ids, settings, cls_id, sep_id)
         starts, ends, scores, null = _candidates(model, inputs, settings, n_best_size)
         example, piece = inputs["example"], inputs["piece"]
@@ -194,11 +222,17 @@ def _answer_body(model, tokenizer, settings, n_best_size, max_answer_length, nul
         begin, finish = take(char_start, starts), take(char_end, ends)
         counts = _solid_counts(context)
         rows = tf.broadcast_to(example[:, None], tf.shape(begin, out_type=tf.int64))
-        solid = (tf.gather_nd(counts, tf.stack([rows, tf.maximum(finish, 0)], -1))
-                 > tf.gather_nd(counts, tf.stack([rows, tf.maximum(begin, 0)], -1)))
-        valid = (take(is_context, starts) & take(is_context, ends) & (starts <= ends)
-                 & (ends - starts + 1 <= max_answer_length)
-                 & take(inputs["max_context"], starts) & solid)
+        solid = tf.gather_nd(counts, tf.stack([rows, tf.maximum(finish, 0)], -1)) > tf.gather_nd(
+            counts, tf.stack([rows, tf.maximum(begin, 0)], -1)
+        )
+        valid = (
+            take(is_context, starts)
+            & take(is_context, ends)
+            & (starts <= ends)
+            & (ends - starts + 1 <= max_answer_length)
+            & take(inputs["max_context"], starts)
+            & solid
+        )
         # The best candidate per question; ties to the first in (window, start, end) order.
         flat_valid = tf.reshape(valid, [-1])
         flat_scores = tf.where(flat_valid, tf.reshape(scores, [-1]), -float("inf"))
@@ -207,26 +241,32 @@ def _answer_body(model, tokenizer, settings, n_best_size, max_answer_length, nul
         index = tf.range(tf.size(flat_scores, out_type=tf.int64))
         chosen = tf.math.unsorted_segment_min(
             tf.where(flat_valid & tf.equal(flat_scores, tf.gather(best, owner)), index, _BIG),
-            owner, batch)
+            owner,
+            batch,
+        )
         found = chosen < _BIG
         a, b = _pick(begin, chosen, found), _pick(finish, chosen, found)
         # Strip the span: its first and last non-whitespace characters.
-        solid_before = lambda offsets: tf.gather(counts, offsets[:, None],  # noqa: E731
-                                                 batch_dims=1)
+        solid_before = lambda offsets: tf.gather(
+            counts,
+            offsets[:, None],  # noqa: E731
+            batch_dims=1,
+        )
         first = tf.searchsorted(counts, solid_before(a) + 1)[:, 0] - 1
         last = tf.searchsorted(counts, solid_before(b))[:, 0]
         outputs = {"score": tf.where(found, best, NO_SPAN_SCORE)}
         if null is not None:
-            null_score = tf.minimum(tf.math.unsorted_segment_min(null, example, batch),
-                                    _NULL_START)
+            null_score = tf.minimum(tf.math.unsorted_segment_min(null, example, batch), _NULL_START)
             outputs["has_answer_probability"] = tf.sigmoid(-null_score)
             found = found & (null_score <= null_threshold)
         start = tf.where(found, tf.cast(first, tf.int64), -1)
         end = tf.where(found, tf.cast(last, tf.int64), -1)
-        answer = tf.strings.substr(context, tf.maximum(start, 0), tf.maximum(end - start, 0),
-                                   unit="UTF8_CHAR")
+        answer = tf.strings.substr(
+            context, tf.maximum(start, 0), tf.maximum(end - start, 0), unit="UTF8_CHAR"
+        )
         outputs.update(answer=tf.where(found, answer, ""), start=start, end=end)
         return outputs
+
     return serve
 
 
@@ -240,14 +280,24 @@ def _text_tokenizer(spm_model_or_tokenizer, settings):
         model = tokenizer
     casing = getattr(tokenizer, "lower_case", settings.lower_case)
     if casing != settings.lower_case:
-        raise ValueError(f"the tokenizer's lower_case={casing} differs from "
-                         f"settings.lower_case={settings.lower_case}")
+        raise ValueError(
+            f"the tokenizer's lower_case={casing} differs from "
+            f"settings.lower_case={settings.lower_case}"
+        )
     return TextTokenizer(model, lower_case=settings.lower_case)
 
 
-def export_question_answerer(model, spm_model_or_tokenizer, export_dir,
-                             settings=FeatureSettings(), n_best_size=20, max_answer_length=30,
-                             null_threshold=0.0, version=None, write_warmup="auto"):
+def export_question_answerer(
+    model,
+    spm_model_or_tokenizer,
+    export_dir,
+    settings=FeatureSettings(),
+    n_best_size=20,
+    max_answer_length=30,
+    null_threshold=0.0,
+    version=None,
+    write_warmup="auto",
+):
     """Exports an `AlbertQuestionAnswerer` or `AlbertSquadV2Model` answering raw questions on
     raw contexts (see the module docstring); returns EXPORT_DIR/<version>.
 
@@ -268,28 +318,37 @@ def export_question_answerer(model, spm_model_or_tokenizer, export_dir,
         raise TypeError(f"settings must be a FeatureSettings, got {type(settings).__name__}")
     max_positions = model.backbone.config.max_position_embeddings
     if settings.max_seq_length > max_positions:
-        raise ValueError(f"max_seq_length={settings.max_seq_length} exceeds the model's "
-                         f"max_position_embeddings={max_positions}")
+        raise ValueError(
+            f"max_seq_length={settings.max_seq_length} exceeds the model's "
+            f"max_position_embeddings={max_positions}"
+        )
     if n_best_size < 1 or max_answer_length < 1:
-        raise ValueError(f"n_best_size ({n_best_size}) and max_answer_length "
-                         f"({max_answer_length}) must be positive")
+        raise ValueError(
+            f"n_best_size ({n_best_size}) and max_answer_length "
+            f"({max_answer_length}) must be positive"
+        )
     served = saved_model.float32_copy(model)
     tokenizer = _text_tokenizer(spm_model_or_tokenizer, settings)
     archive = keras.export.ExportArchive()
     archive.track(served)
     archive.track(tokenizer)
-    body = _answer_body(served, tokenizer, settings, n_best_size, max_answer_length,
-                        float(null_threshold))
+    body = _answer_body(
+        served, tokenizer, settings, n_best_size, max_answer_length, float(null_threshold)
+    )
     archive.add_endpoint("serving_default", body, [_TEXT, _TEXT])
     v2 = _is_v2(served)
     outputs = ["answer", "score", "start", "end"] + (["has_answer_probability"] if v2 else [])
-    description = {"kind": "question_answerer_v2" if v2 else "question_answerer",
-                   "signatures": ["serving_default"], "inputs": ["question", "context"],
-                   "outputs": outputs, "max_seq_length": settings.max_seq_length,
-                   "doc_stride": settings.doc_stride,
-                   "max_query_length": settings.max_query_length,
-                   "lower_case": settings.lower_case, "n_best_size": int(n_best_size),
-                   "max_answer_length": int(max_answer_length),
-                   "null_threshold": float(null_threshold) if v2 else None}
-    return saved_model.write_export(archive, export_dir, version, description, write_warmup,
-                                    WARMUP)
+    description = {
+        "kind": "question_answerer_v2" if v2 else "question_answerer",
+        "signatures": ["serving_default"],
+        "inputs": ["question", "context"],
+        "outputs": outputs,
+        "max_seq_length": settings.max_seq_length,
+        "doc_stride": settings.doc_stride,
+        "max_query_length": settings.max_query_length,
+        "lower_case": settings.lower_case,
+        "n_best_size": int(n_best_size),
+        "max_answer_length": int(max_answer_length),
+        "null_threshold": float(null_threshold) if v2 else None,
+    }
+    return saved_model.write_export(archive, export_dir, version, description, write_warmup, WARMUP)

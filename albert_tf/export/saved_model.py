@@ -23,6 +23,7 @@ describes the export.
 >>> import tensorflow as tf, tensorflow_text  # doctest: +SKIP
 >>> tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["Great!"]))  # doctest: +SKIP
 """
+
 import json
 import os
 
@@ -33,8 +34,12 @@ from absl import logging
 from albert_tf.export import versions, warmup
 
 # Texts replayed by TF Serving at load time: short, long, empty, non-ASCII.
-WARMUP_TEXTS = ("A short sentence.", "", "Ein Satz mit Umlauten: Grüße aus Köln! 東京",
-                "A much longer sentence that keeps going " * 40)
+WARMUP_TEXTS = (
+    "A short sentence.",
+    "",
+    "Ein Satz mit Umlauten: Grüße aus Köln! 東京",
+    "A much longer sentence that keeps going " * 40,
+)
 _TEXT = tf.TensorSpec([None], tf.string)
 _IDS = tf.TensorSpec([None, None], tf.int32)
 
@@ -49,8 +54,10 @@ def float32_copy(model):
 
 def _float32_config(config):
     if isinstance(config, dict):
-        return {k: ("float32" if k == "dtype" and v is not None else _float32_config(v))
-                for k, v in config.items()}
+        return {
+            k: ("float32" if k == "dtype" and v is not None else _float32_config(v))
+            for k, v in config.items()
+        }
     if isinstance(config, list):
         return [_float32_config(v) for v in config]
     return config
@@ -59,28 +66,40 @@ def _float32_config(config):
 def _text_endpoint(preprocessor, pair, body):
     """Wraps body(model_inputs) as fn(text) or fn(text, text_pair) with the matching signature."""
     if pair:
+
         def fn(text, text_pair):
             return body(preprocessor({"text": text, "text_pair": text_pair}))
+
         return fn, [_TEXT, _TEXT]
 
     def fn(text):
         return body(preprocessor({"text": text}))
+
     return fn, [_TEXT]
 
 
 def _ids_endpoint(body):
     def fn(input_word_ids, input_mask, input_type_ids):
-        return body({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                     "input_type_ids": input_type_ids})
+        return body(
+            {
+                "input_word_ids": input_word_ids,
+                "input_mask": input_mask,
+                "input_type_ids": input_type_ids,
+            }
+        )
+
     return fn, [_IDS, _IDS, _IDS]
 
 
 def _encode_body(backbone):
     def body(inputs):
         outputs = backbone(inputs, training=False)
-        return {"pooled_output": outputs["pooled_output"],
-                "sequence_output": outputs["sequence_output"],
-                "input_mask": inputs["input_mask"]}
+        return {
+            "pooled_output": outputs["pooled_output"],
+            "sequence_output": outputs["sequence_output"],
+            "input_mask": inputs["input_mask"],
+        }
+
     return body
 
 
@@ -92,11 +111,15 @@ def _classifier_body(classifier):
         if classifier.is_regression:
             return {"score": logits[:, 0]}
         label = tf.argmax(logits, axis=-1, output_type=tf.int64)
-        outputs = {"probabilities": tf.nn.softmax(logits, axis=-1), "logits": logits,
-                   "label": label}
+        outputs = {
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "logits": logits,
+            "label": label,
+        }
         if labels:
             outputs["label_name"] = tf.gather(tf.constant(labels), label)
         return outputs
+
     return body
 
 
@@ -109,8 +132,9 @@ def _warmup_batches(pair):
 
 
 def _write(archive, export_dir, version, pair, description, write_warmup):
-    return write_export(archive, export_dir, version, description, write_warmup,
-                        _warmup_batches(pair))
+    return write_export(
+        archive, export_dir, version, description, write_warmup, _warmup_batches(pair)
+    )
 
 
 def write_export(archive, export_dir, version, description, write_warmup, warmup_batches):
@@ -126,8 +150,10 @@ def write_export(archive, export_dir, version, description, write_warmup, warmup
         with tf.io.gfile.GFile(os.path.join(extra, "albert_tf.json"), "w") as f:
             f.write(json.dumps(description, indent=2) + "\n")
         if write_warmup == "auto" and not warmup.serving_api_available():
-            logging.warning("tensorflow-serving-api is not installed: no warmup requests written "
-                            "(pip install albert_tf[serving])")
+            logging.warning(
+                "tensorflow-serving-api is not installed: no warmup requests written "
+                "(pip install albert_tf[serving])"
+            )
         elif write_warmup:
             warmup.write_warmup_requests(tmp_dir, "serving_default", list(warmup_batches))
     path = os.path.join(export_dir, str(version))
@@ -137,8 +163,9 @@ def write_export(archive, export_dir, version, description, write_warmup, warmup
 
 def _serving_preprocessor(preprocessor, dynamic_padding):
     if not hasattr(preprocessor, "with_padding"):
-        raise TypeError(f"preprocessor must be an AlbertPreprocessor, got "
-                        f"{type(preprocessor).__name__}")
+        raise TypeError(
+            f"preprocessor must be an AlbertPreprocessor, got {type(preprocessor).__name__}"
+        )
     return preprocessor.with_padding(dynamic_padding)
 
 
@@ -147,8 +174,11 @@ def _start_archive(model, preprocessor, dynamic_padding):
     from albert_tf.text.vocab_check import check_vocabulary_matches
 
     pre = _serving_preprocessor(preprocessor, dynamic_padding)
-    check_vocabulary_matches(preprocessor, getattr(model, "backbone", model).config,
-                             model=f"the exported {type(model).__name__}")
+    check_vocabulary_matches(
+        preprocessor,
+        getattr(model, "backbone", model).config,
+        model=f"the exported {type(model).__name__}",
+    )
     model = float32_copy(model)
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -157,14 +187,27 @@ def _start_archive(model, preprocessor, dynamic_padding):
 
 
 def _description(kind, preprocessor, pair, signatures, **extra):
-    return {"kind": kind, "signatures": signatures, "pair": pair,
-            "seq_length": preprocessor.seq_length, "lower_case": preprocessor.lower_case,
-            "truncation": preprocessor.truncation,
-            "dynamic_padding": preprocessor.dynamic_padding, **extra}
+    return {
+        "kind": kind,
+        "signatures": signatures,
+        "pair": pair,
+        "seq_length": preprocessor.seq_length,
+        "lower_case": preprocessor.lower_case,
+        "truncation": preprocessor.truncation,
+        "dynamic_padding": preprocessor.dynamic_padding,
+        **extra,
+    }
 
 
-def export_classifier(classifier, preprocessor, export_dir, pair=False, version=None,
-                      dynamic_padding=True, write_warmup="auto"):
+def export_classifier(
+    classifier,
+    preprocessor,
+    export_dir,
+    pair=False,
+    version=None,
+    dynamic_padding=True,
+    write_warmup="auto",
+):
     """Exports an `AlbertClassifier` with raw-text signatures; returns EXPORT_DIR/<version>.
 
     Args:
@@ -183,13 +226,26 @@ def export_classifier(classifier, preprocessor, export_dir, pair=False, version=
     archive.add_endpoint("predict_ids", *_ids_endpoint(head))
     archive.add_endpoint("encode", *_text_endpoint(pre, pair, _encode_body(model.backbone)))
     description = _description(
-        "classifier", pre, pair, ["serving_default", "predict_ids", "encode"],
-        num_classes=model.num_classes, labels=model.labels, regression=model.is_regression)
+        "classifier",
+        pre,
+        pair,
+        ["serving_default", "predict_ids", "encode"],
+        num_classes=model.num_classes,
+        labels=model.labels,
+        regression=model.is_regression,
+    )
     return _write(archive, export_dir, version, pair, description, write_warmup)
 
 
-def export_backbone(backbone, preprocessor, export_dir, pair=False, version=None,
-                    dynamic_padding=True, write_warmup="auto"):
+def export_backbone(
+    backbone,
+    preprocessor,
+    export_dir,
+    pair=False,
+    version=None,
+    dynamic_padding=True,
+    write_warmup="auto",
+):
     """Exports an `AlbertModel` for embeddings: serving_default (= encode, raw text) and encode_ids.
 
     Outputs: pooled_output [B, H], sequence_output [B, S, H] and input_mask [B, S] (to average
@@ -199,6 +255,11 @@ def export_backbone(backbone, preprocessor, export_dir, pair=False, version=None
     body = _encode_body(model)
     archive.add_endpoint("serving_default", *_text_endpoint(pre, pair, body))
     archive.add_endpoint("encode_ids", *_ids_endpoint(body))
-    description = _description("backbone", pre, pair, ["serving_default", "encode_ids"],
-                               hidden_size=model.config.hidden_size)
+    description = _description(
+        "backbone",
+        pre,
+        pair,
+        ["serving_default", "encode_ids"],
+        hidden_size=model.config.hidden_size,
+    )
     return _write(archive, export_dir, version, pair, description, write_warmup)

@@ -13,6 +13,7 @@ removed when that version is exported again.
 >>> version, list_versions(base)
 (1, [1])
 """
+
 import contextlib
 import os
 
@@ -52,19 +53,24 @@ def publish_version(base_dir, version=None):
         raise ValueError(f"version must be a positive integer, got {version!r}")
     target = os.path.join(base_dir, str(version))
     if tf.io.gfile.exists(target):
-        raise FileExistsError(f"{target} already exists; versions are never overwritten "
-                              f"(existing: {list_versions(base_dir)})")
+        raise FileExistsError(
+            f"{target} already exists; versions are never overwritten "
+            f"(existing: {list_versions(base_dir)})"
+        )
     tf.io.gfile.makedirs(base_dir)
     if files.remove_stale_temporaries(target):
-        logging.info("Removed the staging directory of an interrupted export of version %d",
-                     version)
+        logging.info(
+            "Removed the staging directory of an interrupted export of version %d", version
+        )
     tmp = files.temporary_path(target)
     tf.io.gfile.makedirs(tmp)
     try:
         yield tmp, version
         if tf.io.gfile.exists(target):
-            raise FileExistsError(f"{target} appeared while exporting; not overwriting it "
-                                  f"(the export is left in {tmp})")
+            raise FileExistsError(
+                f"{target} appeared while exporting; not overwriting it "
+                f"(the export is left in {tmp})"
+            )
         tf.io.gfile.rename(tmp, target)
     except FileExistsError:
         raise

@@ -8,6 +8,7 @@ with the `tensorflow-serving-api` protos (`pip install albert_tf[serving]`).
 >>> write_warmup_requests("/tmp/model/1", "serving_default",
 ...                       [{"text": ["a short sentence"]}])  # doctest: +SKIP
 """
+
 import os
 
 import numpy as np
@@ -29,9 +30,11 @@ def _protos():
     try:
         from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
     except ImportError:
-        raise ImportError("writing TF Serving warmup requests needs tensorflow-serving-api: "
-                          "pip install 'tensorflow-serving-api==<your TF minor>.*' "
-                          "(or albert_tf[serving])") from None
+        raise ImportError(
+            "writing TF Serving warmup requests needs tensorflow-serving-api: "
+            "pip install 'tensorflow-serving-api==<your TF minor>.*' "
+            "(or albert_tf[serving])"
+        ) from None
     return predict_pb2, prediction_log_pb2
 
 
@@ -67,7 +70,9 @@ def write_warmup_requests(saved_model_dir, signature_name, batches, model_name="
         for inputs in batches:
             log = prediction_log_pb2.PredictionLog(
                 predict_log=prediction_log_pb2.PredictLog(
-                    request=predict_request(signature_name, inputs, model_name)))
+                    request=predict_request(signature_name, inputs, model_name)
+                )
+            )
             writer.write(log.SerializeToString())
     return path
 
@@ -78,6 +83,7 @@ def read_warmup_requests(saved_model_dir):
     path = os.path.join(saved_model_dir, "assets.extra", WARMUP_FILE)
     requests = []
     for record in tf.data.TFRecordDataset(path):
-        requests.append(prediction_log_pb2.PredictionLog.FromString(record.numpy())
-                        .predict_log.request)
+        requests.append(
+            prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log.request
+        )
     return requests

@@ -7,6 +7,7 @@
 - `classification.SentenceClassificationTask` (GLUE, files), `tagging.TokenClassificationTask`
   (CoNLL / JSONL tagging, NER).
 """
+
 from albert_tf._lazy import lazy_attributes  # noqa: E402
 
 __getattr__, __dir__ = lazy_attributes(__name__)

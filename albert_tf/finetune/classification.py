@@ -10,6 +10,7 @@ first metric (Matthews for CoLA, Pearson for STS-B, accuracy otherwise).
 >>> task.name, task.main_metric
 ('mrpc', 'accuracy')
 """
+
 import dataclasses
 import os
 from typing import List, Optional
@@ -36,28 +37,39 @@ class ClassificationData:
     scripts/run_classifier.py)."""
 
     task_name: Optional[str] = setting(
-        None, "GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli), "
-        "'docstring-source' (built in), or any name with --train_file.", required=True)
+        None,
+        "GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli), "
+        "'docstring-source' (built in), or any name with --train_file.",
+        required=True,
+    )
     data_dir: Optional[str] = setting(None, "GLUE download root (holding CoLA/, MNLI/, ...).")
     use_tfds: bool = setting(False, "Read GLUE from prepared TFDS glue/* instead of TSV files.")
-    tfds_data_dir: Optional[str] = setting(None, "TFDS data directory (default "
-                                           "~/tensorflow_datasets).")
+    tfds_data_dir: Optional[str] = setting(
+        None, "TFDS data directory (default ~/tensorflow_datasets)."
+    )
     train_file: Optional[str] = setting(None, "CSV/TSV/JSONL training file with named columns.")
     dev_file: Optional[str] = setting(None, "Evaluation file (same columns as --train_file).")
     test_file: Optional[str] = setting(None, "Unlabelled file to predict (text columns only).")
     text_column: str = setting("text", "Column of the first text (files).")
-    text_pair_column: Optional[str] = setting(None, "Column of the second text (files, pair "
-                                              "tasks).")
+    text_pair_column: Optional[str] = setting(
+        None, "Column of the second text (files, pair tasks)."
+    )
     label_column: str = setting("label", "Column of the label (files).")
-    labels: Optional[List[str]] = setting(None, "Label names in id order (files; default: sorted "
-                                          "labels found in --train_file).")
+    labels: Optional[List[str]] = setting(
+        None, "Label names in id order (files; default: sorted labels found in --train_file)."
+    )
     regression: bool = setting(False, "The label is a real number (files).")
     skip_bad_lines: bool = setting(False, "Skip malformed lines (logged) instead of failing.")
-    truncation: str = setting("round_robin", "How pairs are truncated (round_robin = the "
-                              "original's _truncate_seq_pair).",
-                              choices=("round_robin", "longest_first"))
-    dynamic_padding: bool = setting(False, "Pad each batch to its longest example (multiple of "
-                                    "8) instead of max_seq_length. Not on TPU.")
+    truncation: str = setting(
+        "round_robin",
+        "How pairs are truncated (round_robin = the original's _truncate_seq_pair).",
+        choices=("round_robin", "longest_first"),
+    )
+    dynamic_padding: bool = setting(
+        False,
+        "Pad each batch to its longest example (multiple of "
+        "8) instead of max_seq_length. Not on TPU.",
+    )
 
 
 def _is_docstring_task(name):
@@ -72,25 +84,37 @@ def load_task_splits(data, wanted=("train", "dev"), seed=0):
     is a GLUE task read from `data_dir` TSVs or, with `use_tfds`, prepared TFDS data.
     """
     if data.train_file or data.dev_file or data.test_file:
-        spec = custom_task(data.task_name, data.text_column, data.text_pair_column,
-                           data.label_column, data.labels, data.regression)
+        spec = custom_task(
+            data.task_name,
+            data.text_column,
+            data.text_pair_column,
+            data.label_column,
+            data.labels,
+            data.regression,
+        )
         paths = {"train": data.train_file, "dev": data.dev_file, "test": data.test_file}
         missing = [s for s in wanted if not paths[s]]
         if missing:
-            raise InvalidFlagError(f"task {data.task_name!r} from files: no file for split(s) "
-                                   f"{missing} (--{missing[0]}_file)")
+            raise InvalidFlagError(
+                f"task {data.task_name!r} from files: no file for split(s) "
+                f"{missing} (--{missing[0]}_file)"
+            )
         splits = {}
         for split in ("train", "dev", "test"):
             if split in wanted:
                 splits[split], spec = read_file_examples(
-                    spec, paths[split], labelled=split != "test",
+                    spec,
+                    paths[split],
+                    labelled=split != "test",
                     skip_bad_lines=data.skip_bad_lines,
-                    infer_labels=not spec.is_regression and not spec.labels)
+                    infer_labels=not spec.is_regression and not spec.labels,
+                )
         return spec, splits
     if _is_docstring_task(data.task_name):
         if "test" in wanted:
-            raise InvalidFlagError(f"--task_name={DOCSTRING_SOURCE} has no test split "
-                                   "(--do_predict)")
+            raise InvalidFlagError(
+                f"--task_name={DOCSTRING_SOURCE} has no test split (--do_predict)"
+            )
         spec, splits = docstring_source_splits(seed=seed)
         return spec, {s: splits[s] for s in wanted}
     try:
@@ -101,8 +125,9 @@ def load_task_splits(data, wanted=("train", "dev"), seed=0):
         return spec, {s: glue.read_tfds_examples(spec, s, data.tfds_data_dir) for s in wanted}
     if data.data_dir is None:
         raise InvalidFlagError(f"GLUE task {spec.name!r} needs --data_dir (or --use_tfds)")
-    return spec, {s: glue.read_glue_examples(spec, data.data_dir, s, data.skip_bad_lines)
-                  for s in wanted}
+    return spec, {
+        s: glue.read_glue_examples(spec, data.data_dir, s, data.skip_bad_lines) for s in wanted
+    }
 
 
 def _text_inputs(examples):
@@ -118,10 +143,11 @@ def count_truncated(examples, preprocessor, batch_size=1024):
     specials = 3 if examples.text_pairs is not None else 2
     truncated = 0
     for start in range(0, len(examples), batch_size):
-        total = preprocessor.token_lengths(examples.texts[start:start + batch_size])
+        total = preprocessor.token_lengths(examples.texts[start : start + batch_size])
         if examples.text_pairs is not None:
             total = total + preprocessor.token_lengths(
-                examples.text_pairs[start:start + batch_size])
+                examples.text_pairs[start : start + batch_size]
+            )
         truncated += int(np.sum(total.numpy() + specials > preprocessor.seq_length))
     return truncated
 
@@ -175,23 +201,35 @@ class SentenceClassificationTask(FinetuneTask):
 
     def configure_text(self, spm_model, lower_case=True, seq_length=512, static_shapes=False):
         if static_shapes and self.data.dynamic_padding:
-            raise InvalidFlagError("--dynamic_padding needs dynamic shapes: not with "
-                                   "--strategy=tpu")
+            raise InvalidFlagError(
+                "--dynamic_padding needs dynamic shapes: not with --strategy=tpu"
+            )
         self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=seq_length,
-            truncation=self.data.truncation, dynamic_padding=self.data.dynamic_padding)
+            spm_model,
+            lower_case=lower_case,
+            seq_length=seq_length,
+            truncation=self.data.truncation,
+            dynamic_padding=self.data.dynamic_padding,
+        )
 
     def load(self, splits):
         self.spec, self.splits = load_task_splits(self.data, splits, self.seed)
         for split, examples in self.splits.items():
             truncated = count_truncated(examples, self.preprocessor)
-            logging.info("%s: %d examples from %s; %d (%.1f%%) longer than max_seq_length=%d "
-                         "are truncated", split, len(examples), examples.source, truncated,
-                         100.0 * truncated / len(examples), self.preprocessor.seq_length)
+            logging.info(
+                "%s: %d examples from %s; %d (%.1f%%) longer than max_seq_length=%d are truncated",
+                split,
+                len(examples),
+                examples.source,
+                truncated,
+                100.0 * truncated / len(examples),
+                self.preprocessor.seq_length,
+            )
 
     def build_model(self, backbone, dropout=0.1):
-        return AlbertClassifier(backbone, num_classes=self.spec.num_classes, dropout=dropout,
-                                labels=self.spec.labels)
+        return AlbertClassifier(
+            backbone, num_classes=self.spec.num_classes, dropout=dropout, labels=self.spec.labels
+        )
 
     # ------------------------------------------------------------------ data
     def features(self, split):
@@ -206,8 +244,7 @@ class SentenceClassificationTask(FinetuneTask):
         if dev is None or dev.labels is None or self.spec.is_regression:
             return {}
         label, rate = majority_rate(dev.labels)
-        values = {"dev_majority_class_rate": rate,
-                  "dev_majority_class": self.spec.labels[label]}
+        values = {"dev_majority_class_rate": rate, "dev_majority_class": self.spec.labels[label]}
         if "f1" in self.spec.metrics:
             values["f1_positive_class"] = self.spec.labels[1]
         return values
@@ -238,12 +275,14 @@ class SentenceClassificationTask(FinetuneTask):
         else:
             results = ["\t".join(f"{p:.6f}" for p in row) for row in predictions["probabilities"]]
             submit = [self.spec.labels[i] for i in predictions["labels"]]
-        files.write_atomic(os.path.join(output_dir, f"{split}_results.tsv"),
-                           "\n".join(results) + "\n")
+        files.write_atomic(
+            os.path.join(output_dir, f"{split}_results.tsv"), "\n".join(results) + "\n"
+        )
         if split == "test":
             lines = ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(submit)]
-            files.write_atomic(os.path.join(output_dir, "submit_results.tsv"),
-                               "\n".join(lines) + "\n")
+            files.write_atomic(
+                os.path.join(output_dir, "submit_results.tsv"), "\n".join(lines) + "\n"
+            )
         logging.info("Wrote %d %s predictions to %s", len(submit), split, output_dir)
 
     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
@@ -253,17 +292,28 @@ class SentenceClassificationTask(FinetuneTask):
         if seq_length:
             preprocessor = preprocessor.with_padding(preprocessor.dynamic_padding, seq_length)
         # Serving pads each request batch to its longest text whatever training did.
-        return export_classifier(model, preprocessor, export_dir, pair=self.spec.is_pair,
-                                 version=version, dynamic_padding=True,
-                                 write_warmup=write_warmup)
+        return export_classifier(
+            model,
+            preprocessor,
+            export_dir,
+            pair=self.spec.is_pair,
+            version=version,
+            dynamic_padding=True,
+            write_warmup=write_warmup,
+        )
 
     def describe(self):
         spec = dataclasses.asdict(self.spec)
-        return {"kind": self.kind, "name": self.name, "spec": spec,
-                "data": dataclasses.asdict(self.data),
-                "pair": self.spec.is_pair, "labels": list(self.spec.labels or []) or None,
-                "regression": self.spec.is_regression,
-                "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "spec": spec,
+            "data": dataclasses.asdict(self.data),
+            "pair": self.spec.is_pair,
+            "labels": list(self.spec.labels or []) or None,
+            "regression": self.spec.is_regression,
+            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+        }
 
     @classmethod
     def from_description(cls, description):

@@ -7,6 +7,7 @@ A script is three lines (see scripts/run_classifier.py):
     def main(argv): return run_from_flags(argv, ClassificationData, SentenceClassificationTask)
     cli.run(main)
 """
+
 from albert_tf.finetune.params import FinetuneParams
 from albert_tf.settings import define_flags, from_flags
 
@@ -27,8 +28,14 @@ def run_from_flags(argv, data_cls, task_cls):
     task = task_cls(from_flags(data_cls), seed=params.seed)
     result = run_finetuning(params, task)
     best = result["best"]
-    print(f"done at step {result['global_step']}: "
-          + (f"best {best['metric']} {best['value']:.4f} at step {best['step']}"
-             if best else "no evaluation") + f"; outputs in {params.output_dir}"
-          + (f"; SavedModel {result['export']}" if result.get("export") else ""))
+    print(
+        f"done at step {result['global_step']}: "
+        + (
+            f"best {best['metric']} {best['value']:.4f} at step {best['step']}"
+            if best
+            else "no evaluation"
+        )
+        + f"; outputs in {params.output_dir}"
+        + (f"; SavedModel {result['export']}" if result.get("export") else "")
+    )
     return 0

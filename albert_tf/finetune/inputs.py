@@ -14,6 +14,7 @@ endless stream; a run resumed at step `s` starts the stream there (nothing to sk
 >>> resumed == first[2:], sorted(sum(first[:2], []) + first[2][:1]) == list(range(5))
 (True, True)
 """
+
 import tensorflow as tf
 
 _MAX_PASSES = 1 << 40
@@ -26,8 +27,9 @@ def row_order(num_rows, seed, start=0):
     first_pass, offset = divmod(int(start), int(num_rows))
 
     def permutation(epoch):
-        keys = tf.random.stateless_uniform([num_rows], seed=tf.stack(
-            [tf.constant(seed, tf.int64), epoch]), dtype=tf.float32)
+        keys = tf.random.stateless_uniform(
+            [num_rows], seed=tf.stack([tf.constant(seed, tf.int64), epoch]), dtype=tf.float32
+        )
         return tf.data.Dataset.from_tensor_slices(tf.argsort(keys, stable=True))
 
     passes = tf.data.Dataset.range(first_pass, _MAX_PASSES)
@@ -44,6 +46,7 @@ def _gather(features, with_labels):
         if not with_labels:
             return batch
         return batch, tf.nest.map_structure(lambda v: tf.gather(v, indices), labels)
+
     return take
 
 
@@ -71,6 +74,9 @@ def eval_dataset(features, batch_size, transform=None, pad_to_batch=False, with_
     indices = tf.range(n, dtype=tf.int64)
     if pad_to_batch and n % batch_size:
         indices = tf.concat([indices, tf.zeros([batch_size - n % batch_size], tf.int64)], 0)
-    dataset = tf.data.Dataset.from_tensor_slices(indices).batch(
-        batch_size, drop_remainder=pad_to_batch).map(_gather(features, with_labels))
+    dataset = (
+        tf.data.Dataset.from_tensor_slices(indices)
+        .batch(batch_size, drop_remainder=pad_to_batch)
+        .map(_gather(features, with_labels))
+    )
     return _transformed(dataset, transform, with_labels).prefetch(tf.data.AUTOTUNE)

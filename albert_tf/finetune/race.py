@@ -13,6 +13,7 @@ raw (article, question, options).
 >>> task.name, task.kind, task.main_metric
 ('race', 'race', 'accuracy')
 """
+
 import dataclasses
 import os
 import time
@@ -37,12 +38,19 @@ PREDICTIONS_FILE = "predict_results.json"
 class RaceData:
     """Where the RACE questions come from (the data flags of scripts/run_race.py)."""
 
-    data_dir: Optional[str] = setting(None, "RACE download root holding RACE/{train,dev,test}/{middle,"
-                            "high}/*.txt (or the RACE directory itself).", required=True)
+    data_dir: Optional[str] = setting(
+        None,
+        "RACE download root holding RACE/{train,dev,test}/{middle,"
+        "high}/*.txt (or the RACE directory itself).",
+        required=True,
+    )
     high_only: bool = setting(False, "Only the high-school questions.")
     middle_only: bool = setting(False, "Only the middle-school questions.")
-    max_qa_length: int = setting(128, "Pieces kept from the END of each question + option; the "
-                                 "article fills the rest of --max_seq_length.")
+    max_qa_length: int = setting(
+        128,
+        "Pieces kept from the END of each question + option; the "
+        "article fills the rest of --max_seq_length.",
+    )
 
 
 def _softmax(logits):
@@ -106,33 +114,52 @@ class RaceTask(FinetuneTask):
         try:
             race.check_lengths(seq_length, self.data.max_qa_length)
         except ValueError:
-            raise InvalidFlagError(f"--max_qa_length={self.data.max_qa_length} must be in [1, "
-                                   f"--max_seq_length - 3 = {seq_length - 3}]") from None
-        self.preprocessor = AlbertPreprocessor(spm_model, lower_case=lower_case,
-                                               seq_length=seq_length)
+            raise InvalidFlagError(
+                f"--max_qa_length={self.data.max_qa_length} must be in [1, "
+                f"--max_seq_length - 3 = {seq_length - 3}]"
+            ) from None
+        self.preprocessor = AlbertPreprocessor(
+            spm_model, lower_case=lower_case, seq_length=seq_length
+        )
 
     def load(self, splits):
         if not self.data.data_dir:
             raise InvalidFlagError("--data_dir is required (the RACE download root)")
-        tokenizer = SentencePieceTokenizer(self.preprocessor.model_proto,
-                                           lower_case=self.preprocessor.lower_case)
+        tokenizer = SentencePieceTokenizer(
+            self.preprocessor.model_proto, lower_case=self.preprocessor.lower_case
+        )
         seq_length = self.preprocessor.seq_length
         for split in ("train", "dev", "test"):
             if split not in splits:
                 continue
-            examples = race.read_race(self.data.data_dir, split, self.data.high_only,
-                                      self.data.middle_only, labelled=split != "test")
+            examples = race.read_race(
+                self.data.data_dir,
+                split,
+                self.data.high_only,
+                self.data.middle_only,
+                labelled=split != "test",
+            )
             began = time.time()
             packed = race.build_inputs(examples, tokenizer, seq_length, self.data.max_qa_length)
             choices = len(examples) * race.NUM_CHOICES
-            logging.info("%s: %d questions (%d middle, %d high) on %d articles from %s; of %d "
-                         "choices, %d (%.1f%%) cut the article to fit max_seq_length=%d and %d "
-                         "cut the question+option to its last %d pieces (%.1fs)", split,
-                         len(examples), int(np.sum(examples.levels == "middle")),
-                         int(np.sum(examples.levels == "high")), len(examples.articles),
-                         examples.source, choices, packed.truncated_articles,
-                         100.0 * packed.truncated_articles / max(choices, 1), seq_length,
-                         packed.truncated_qas, self.data.max_qa_length, time.time() - began)
+            logging.info(
+                "%s: %d questions (%d middle, %d high) on %d articles from %s; of %d "
+                "choices, %d (%.1f%%) cut the article to fit max_seq_length=%d and %d "
+                "cut the question+option to its last %d pieces (%.1fs)",
+                split,
+                len(examples),
+                int(np.sum(examples.levels == "middle")),
+                int(np.sum(examples.levels == "high")),
+                len(examples.articles),
+                examples.source,
+                choices,
+                packed.truncated_articles,
+                100.0 * packed.truncated_articles / max(choices, 1),
+                seq_length,
+                packed.truncated_qas,
+                self.data.max_qa_length,
+                time.time() - began,
+            )
             self.examples[split], self.packed[split] = examples, packed
 
     def build_model(self, backbone, dropout=0.1):
@@ -150,8 +177,10 @@ class RaceTask(FinetuneTask):
         if dev is None or dev.labels is None:
             return {}
         counts = np.bincount(dev.labels, minlength=race.NUM_CHOICES)
-        return {"dev_majority_answer": race.LETTERS[int(counts.argmax())],
-                "dev_majority_answer_rate": float(counts.max() / counts.sum())}
+        return {
+            "dev_majority_answer": race.LETTERS[int(counts.argmax())],
+            "dev_majority_answer_rate": float(counts.max() / counts.sum()),
+        }
 
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):
@@ -170,18 +199,27 @@ class RaceTask(FinetuneTask):
         "predictions": [{"id", "question", "level", "answer" (letter), "probabilities"}]}
         ("question" is the question's 0-based index in its article)."""
         examples = self.examples[split]
-        rows = [{"id": examples.example_ids[i], "question": int(examples.question_index[i]),
-                 "level": str(examples.levels[i]),
-                 "answer": race.LETTERS[int(predictions["answers"][i])],
-                 "probabilities": [round(float(p), 6) for p in predictions["probabilities"][i]]}
-                for i in range(len(examples))]
+        rows = [
+            {
+                "id": examples.example_ids[i],
+                "question": int(examples.question_index[i]),
+                "level": str(examples.levels[i]),
+                "answer": race.LETTERS[int(predictions["answers"][i])],
+                "probabilities": [round(float(p), 6) for p in predictions["probabilities"][i]],
+            }
+            for i in range(len(examples))
+        ]
         metrics = None
         if examples.labels is not None:
             metrics = self.evaluate(predictions, split)
-            logging.info("%s accuracy: %s", split, ", ".join(
-                f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float)))
-        path = os.path.join(output_dir, PREDICTIONS_FILE if split == "test"
-                            else f"{split}_results.json")
+            logging.info(
+                "%s accuracy: %s",
+                split,
+                ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float)),
+            )
+        path = os.path.join(
+            output_dir, PREDICTIONS_FILE if split == "test" else f"{split}_results.json"
+        )
         files.write_json(path, {"split": split, "metrics": metrics, "predictions": rows})
         logging.info("Wrote %d %s predictions to %s", len(rows), split, path)
 
@@ -192,17 +230,28 @@ class RaceTask(FinetuneTask):
         try:
             race.check_lengths(seq_length, self.data.max_qa_length)
         except ValueError:
-            raise InvalidFlagError(f"--max_seq_length={seq_length} leaves no room for the "
-                                   f"training's max_qa_length={self.data.max_qa_length} "
-                                   "(+3 special pieces)") from None
-        return export_multiple_choice(model, self.preprocessor, export_dir,
-                                      max_qa_length=self.data.max_qa_length,
-                                      seq_length=seq_length, version=version,
-                                      write_warmup=write_warmup)
+            raise InvalidFlagError(
+                f"--max_seq_length={seq_length} leaves no room for the "
+                f"training's max_qa_length={self.data.max_qa_length} "
+                "(+3 special pieces)"
+            ) from None
+        return export_multiple_choice(
+            model,
+            self.preprocessor,
+            export_dir,
+            max_qa_length=self.data.max_qa_length,
+            seq_length=seq_length,
+            version=version,
+            write_warmup=write_warmup,
+        )
 
     def describe(self):
-        return {"kind": self.kind, "name": self.name, "data": dataclasses.asdict(self.data),
-                "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "data": dataclasses.asdict(self.data),
+            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+        }
 
     @classmethod
     def from_description(cls, description):

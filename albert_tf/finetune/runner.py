@@ -27,6 +27,7 @@ run (tested on CPU with a fixed seed).
 >>> run_finetuning(params, task)["best"]  # doctest: +SKIP
 {'step': 800, 'metric': 'accuracy', 'value': 0.87}
 """
+
 import dataclasses
 import os
 import time
@@ -41,7 +42,8 @@ from albert_tf.finetune import inputs
 from albert_tf.finetune.params import FinetuneParams, validate
 from albert_tf.logs import show_progress
 from albert_tf.settings import InvalidFlagError
-from albert_tf.train import checkpointing, strategy as strategy_lib, summaries
+from albert_tf.train import checkpointing, summaries
+from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.checkpointing import Preempted
 
 __all__ = ["FinetuneParams", "run_finetuning", "Preempted", "InvalidFlagError"]
@@ -60,22 +62,30 @@ def _pretrained_directory(path):
     from albert_tf.models import io
 
     if not tf.io.gfile.isdir(path):
-        raise InvalidFlagError(f"--init_checkpoint={path}: not a directory (expected a model "
-                               f"directory written by albert_tf.save)")
+        raise InvalidFlagError(
+            f"--init_checkpoint={path}: not a directory (expected a model "
+            f"directory written by albert_tf.save)"
+        )
     present = set(tf.io.gfile.listdir(path))
     present = {name.rstrip("/") for name in present}
     if io.CONFIG_FILE in present:
         return path
     if "export" in present and ("checkpoints" in present or "albert_config.json" in present):
-        raise InvalidFlagError(f"--init_checkpoint={path} is a run_pretraining output directory; "
-                               f"use its exported model: --init_checkpoint={path.rstrip('/')}"
-                               f"/export")
+        raise InvalidFlagError(
+            f"--init_checkpoint={path} is a run_pretraining output directory; "
+            f"use its exported model: --init_checkpoint={path.rstrip('/')}"
+            f"/export"
+        )
     if INFO_FILE in present:
-        raise InvalidFlagError(f"--init_checkpoint={path} is a fine-tuning output directory; "
-                               "start from a pretrained model directory (config.json + weights)")
-    raise InvalidFlagError(f"--init_checkpoint={path} has no {io.CONFIG_FILE} (found "
-                           f"{', '.join(sorted(present)) or 'nothing'}); expected a directory "
-                           "written by albert_tf.save or scripts/convert_checkpoint.py")
+        raise InvalidFlagError(
+            f"--init_checkpoint={path} is a fine-tuning output directory; "
+            "start from a pretrained model directory (config.json + weights)"
+        )
+    raise InvalidFlagError(
+        f"--init_checkpoint={path} has no {io.CONFIG_FILE} (found "
+        f"{', '.join(sorted(present)) or 'nothing'}); expected a directory "
+        "written by albert_tf.save or scripts/convert_checkpoint.py"
+    )
 
 
 def resolve_vocabulary(params, config):
@@ -91,13 +101,19 @@ def resolve_vocabulary(params, config):
     own = io.spm_model_path(params.init_checkpoint) if params.init_checkpoint else None
     path = params.spm_model_file or own
     if path is None:
-        raise InvalidFlagError(f"--spm_model_file is required: {params.init_checkpoint or 'a preset'}"
-                               " has no spm.model")
+        raise InvalidFlagError(
+            f"--spm_model_file is required: {params.init_checkpoint or 'a preset'} has no spm.model"
+        )
     flag = "--spm_model_file" if params.spm_model_file else "--init_checkpoint's spm.model"
     reference = own if own and params.spm_model_file and own != params.spm_model_file else None
     try:
-        check_vocabulary_matches(path, config, flag=flag,
-                                 model=params.init_checkpoint or params.preset, reference=reference)
+        check_vocabulary_matches(
+            path,
+            config,
+            flag=flag,
+            model=params.init_checkpoint or params.preset,
+            reference=reference,
+        )
     except VocabularyError as e:
         raise InvalidFlagError(str(e)) from None
     return path
@@ -114,8 +130,9 @@ def _load_config(params):
         except (ValueError, KeyError, TypeError) as e:
             raise InvalidFlagError(f"--init_checkpoint={directory}: {e}") from None
     if params.preset not in list_presets():
-        raise InvalidFlagError(f"--preset={params.preset!r} is not one of "
-                               f"{', '.join(list_presets())}")
+        raise InvalidFlagError(
+            f"--preset={params.preset!r} is not one of {', '.join(list_presets())}"
+        )
     return None  # the preset's vocabulary size comes from the SentencePiece model
 
 
@@ -182,13 +199,17 @@ def _flat_run(run):
 def _check_same_run(task, model, output_dir):
     """Refuses an output directory whose run.json is of another model or task; returns the
     run.json to write once resuming succeeded (None when it is there already)."""
-    current = {"model": model.backbone.config.to_dict(), "task": task.name,
-               "num_classes": int(model.num_classes)}
+    current = {
+        "model": model.backbone.config.to_dict(),
+        "task": task.name,
+        "num_classes": int(model.num_classes),
+    }
     path = os.path.join(output_dir, RUN_FILE)
     if not tf.io.gfile.exists(path):
         return current
-    checkpointing.check_same_settings(_flat_run(files.read_json(path)), _flat_run(current),
-                                      f"--output_dir={output_dir}")
+    checkpointing.check_same_settings(
+        _flat_run(files.read_json(path)), _flat_run(current), f"--output_dir={output_dir}"
+    )
     return None
 
 
@@ -205,8 +226,9 @@ class _Finetuner:
         self.dev = self.dev_features = None
         if "dev" in task.loaded_splits:
             self.dev_features = task.features("dev")
-            self.dev = inputs.eval_dataset(self.dev_features, params.eval_batch_size,
-                                           self.transform, pad_to_batch=self.tpu)
+            self.dev = inputs.eval_dataset(
+                self.dev_features, params.eval_batch_size, self.transform, pad_to_batch=self.tpu
+            )
         self.train_features = task.features("train") if params.do_train else None
         self.baselines = task.baselines() if self.dev is not None else {}
         self.best_dev_predictions = None  # of the best evaluation made by this process
@@ -218,17 +240,25 @@ class _Finetuner:
     def build(self, vocab_size):
         p = self.p
         with self.strategy.scope():
-            self.model = self.task.build_model(_backbone(p, vocab_size),
-                                               dropout=p.classifier_dropout)
-            self.model.compile(learning_rate=p.learning_rate, num_train_steps=p.num_train_steps,
-                               warmup_steps=p.warmup_steps,
-                               weight_decay_rate=p.weight_decay_rate, global_clipnorm=p.clip_norm,
-                               steps_per_execution=p.steps_per_execution)
+            self.model = self.task.build_model(
+                _backbone(p, vocab_size), dropout=p.classifier_dropout
+            )
+            self.model.compile(
+                learning_rate=p.learning_rate,
+                num_train_steps=p.num_train_steps,
+                warmup_steps=p.warmup_steps,
+                weight_decay_rate=p.weight_decay_rate,
+                global_clipnorm=p.clip_norm,
+                steps_per_execution=p.steps_per_execution,
+            )
             self.model.build_optimizer()
         self.optimizer = self.model.optimizer
         self.checkpointer = checkpointing.Checkpointer(
-            os.path.join(p.output_dir, "checkpoints"), self.model, self.optimizer,
-            max_to_keep=p.keep_checkpoint_max)
+            os.path.join(p.output_dir, "checkpoints"),
+            self.model,
+            self.optimizer,
+            max_to_keep=p.keep_checkpoint_max,
+        )
 
     @property
     def step(self):
@@ -245,9 +275,10 @@ class _Finetuner:
                 raise
             except (AssertionError, ValueError, tf.errors.OpError) as e:
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise InvalidFlagError(f"{what}: cannot resume from {path} ({first[:200]}); it "
-                                       "holds a run of another model: use a new --output_dir") \
-                    from None
+                raise InvalidFlagError(
+                    f"{what}: cannot resume from {path} ({first[:200]}); it "
+                    "holds a run of another model: use a new --output_dir"
+                ) from None
         if run is not None:  # recorded once this run is known to fit the directory
             files.write_json(os.path.join(self.p.output_dir, RUN_FILE), run)
         if not path:
@@ -255,17 +286,23 @@ class _Finetuner:
         try:
             self.state.restore(self.step)
         except FileNotFoundError:
-            raise InvalidFlagError(f"--output_dir={self.p.output_dir}: {path} has no "
-                                   f"{STATE_PREFIX}{self.step}.json beside it (written by an "
-                                   "older albert_tf?); use a new --output_dir") from None
-        logging.info("Resuming from %s at step %d (%d evaluations so far)", path, self.step,
-                     len(self.state.history))
+            raise InvalidFlagError(
+                f"--output_dir={self.p.output_dir}: {path} has no "
+                f"{STATE_PREFIX}{self.step}.json beside it (written by an "
+                "older albert_tf?); use a new --output_dir"
+            ) from None
+        logging.info(
+            "Resuming from %s at step %d (%d evaluations so far)",
+            path,
+            self.step,
+            len(self.state.history),
+        )
         return path
 
     # ------------------------------------------------------------------ evaluation
     def predict(self, split, features, dataset):
         outputs = self.model.predict(dataset, verbose=0)  # an array or a dict of arrays
-        outputs = keras.tree.map_structure(lambda a: np.asarray(a)[:len(features)], outputs)
+        outputs = keras.tree.map_structure(lambda a: np.asarray(a)[: len(features)], outputs)
         return self.task.postprocess(outputs, split)
 
     def evaluate(self, step, writer):
@@ -279,17 +316,25 @@ class _Finetuner:
         if improved:
             state.best = {"step": int(step), "metric": main, "value": value}
             self.best_dev_predictions = predictions  # written at the end, without a new pass
-            files.save_atomic(os.path.join(self.p.output_dir, BEST_WEIGHTS),
-                              self.model.save_weights, suffix=".weights.h5")
+            files.save_atomic(
+                os.path.join(self.p.output_dir, BEST_WEIGHTS),
+                self.model.save_weights,
+                suffix=".weights.h5",
+            )
         state.history.append({"step": int(step), **{f"eval_{k}": v for k, v in metrics.items()}})
-        files.write_json(os.path.join(self.p.output_dir, RESULTS_FILE),
-                         {"best": state.best, "baselines": self.baselines,
-                          "history": state.history})
+        files.write_json(
+            os.path.join(self.p.output_dir, RESULTS_FILE),
+            {"best": state.best, "baselines": self.baselines, "history": state.history},
+        )
         writer.scalars(step, {k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         shown = self.task.headline_metrics(metrics)
-        logging.info("eval at step %d: %s (%.1fs)%s", step, ", ".join(
-            f"{k} {v:.4f}" for k, v in shown.items() if isinstance(v, float)),
-            time.time() - began, " new best" if improved else "")
+        logging.info(
+            "eval at step %d: %s (%.1fs)%s",
+            step,
+            ", ".join(f"{k} {v:.4f}" for k, v in shown.items() if isinstance(v, float)),
+            time.time() - began,
+            " new best" if improved else "",
+        )
         return metrics
 
     def save(self):
@@ -304,45 +349,77 @@ class _Finetuner:
         p = self.p
         step = start = self.step
         if step >= p.num_train_steps:
-            logging.info("Step %d >= --num_train_steps=%d: training is complete", step,
-                         p.num_train_steps)
+            logging.info(
+                "Step %d >= --num_train_steps=%d: training is complete", step, p.num_train_steps
+            )
             return
-        logging.info("Training steps %d -> %d: %d training rows, batch %d on %d replica(s), "
-                     "evaluation and checkpoint every %d steps", step, p.num_train_steps,
-                     len(self.train_features), p.train_batch_size,
-                     self.strategy.num_replicas_in_sync, p.save_checkpoints_steps)
+        logging.info(
+            "Training steps %d -> %d: %d training rows, batch %d on %d replica(s), "
+            "evaluation and checkpoint every %d steps",
+            step,
+            p.num_train_steps,
+            len(self.train_features),
+            p.train_batch_size,
+            self.strategy.num_replicas_in_sync,
+            p.save_checkpoints_steps,
+        )
         seconds_per_step = None
         with checkpointing.PreemptionWatcher(signals=checkpointing.STOP_SIGNALS) as watcher:
             while step < p.num_train_steps:
-                boundary = min((step // p.save_checkpoints_steps + 1) * p.save_checkpoints_steps,
-                               p.num_train_steps)
-                dataset = inputs.train_dataset(self.train_features, p.train_batch_size, p.seed,
-                                               start_step=step, transform=self.transform)
+                boundary = min(
+                    (step // p.save_checkpoints_steps + 1) * p.save_checkpoints_steps,
+                    p.num_train_steps,
+                )
+                dataset = inputs.train_dataset(
+                    self.train_features,
+                    p.train_batch_size,
+                    p.seed,
+                    start_step=step,
+                    transform=self.transform,
+                )
                 began = time.time()
-                history = self.model.fit(dataset, epochs=1, steps_per_epoch=boundary - step,
-                                         verbose=p.verbose, shuffle=False,
-                                         callbacks=[_StopWhenRequested(watcher)])
+                history = self.model.fit(
+                    dataset,
+                    epochs=1,
+                    steps_per_epoch=boundary - step,
+                    verbose=p.verbose,
+                    shuffle=False,
+                    callbacks=[_StopWhenRequested(watcher)],
+                )
                 elapsed = time.time() - began
                 done = self.step - step
                 step = self.step
                 if done and (seconds_per_step is None or step - done > start):
                     seconds_per_step = elapsed / done  # the first chunk includes tracing
-                loss = float(history.history["loss"][-1]) if history.history.get("loss") else \
-                    float("nan")
-                learning_rate = float(keras.ops.convert_to_numpy(
-                    self.optimizer.learning_rate))
+                loss = (
+                    float(history.history["loss"][-1])
+                    if history.history.get("loss")
+                    else float("nan")
+                )
+                learning_rate = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
                 rate = done * p.train_batch_size / max(elapsed, 1e-9)
-                logging.info("step %d/%d (%.0f%%) | loss %.4f | lr %.2e | %.1f examples/s | "
-                             "ETA %s", step, p.num_train_steps, 100.0 * step / p.num_train_steps,
-                             loss, learning_rate, rate, summaries.format_duration(
-                                 (seconds_per_step or 0.0) * (p.num_train_steps - step)))
+                logging.info(
+                    "step %d/%d (%.0f%%) | loss %.4f | lr %.2e | %.1f examples/s | ETA %s",
+                    step,
+                    p.num_train_steps,
+                    100.0 * step / p.num_train_steps,
+                    loss,
+                    learning_rate,
+                    rate,
+                    summaries.format_duration(
+                        (seconds_per_step or 0.0) * (p.num_train_steps - step)
+                    ),
+                )
                 if not np.isfinite(loss):
                     raise FloatingPointError(
                         f"the training loss is {loss} at step {step}; the newest checkpoint "
                         f"({self.checkpointer.latest()}) is the last good one. Lower "
-                        "--learning_rate or check the data")
-                train_writer.scalars(step, {"loss": loss, "learning_rate": learning_rate,
-                                            "examples_per_second": rate})
+                        "--learning_rate or check the data"
+                    )
+                train_writer.scalars(
+                    step,
+                    {"loss": loss, "learning_rate": learning_rate, "examples_per_second": rate},
+                )
                 if step == boundary and self.dev is not None:
                     self.evaluate(step, eval_writer)
                 path = self.save()
@@ -359,15 +436,27 @@ class _Finetuner:
         best_path = os.path.join(p.output_dir, BEST_WEIGHTS)
         if state.best is not None and tf.io.gfile.exists(best_path):
             self.model.load_weights(best_path)
-            logging.info("Loaded the best weights: %s %.4f at step %d", state.best["metric"],
-                         state.best["value"], state.best["step"])
-        files.save_atomic(os.path.join(p.output_dir, MODEL_FILE), self.model.save,
-                          suffix=".keras")
+            logging.info(
+                "Loaded the best weights: %s %.4f at step %d",
+                state.best["metric"],
+                state.best["value"],
+                state.best["step"],
+            )
+        files.save_atomic(os.path.join(p.output_dir, MODEL_FILE), self.model.save, suffix=".keras")
         info_path = os.path.join(p.output_dir, INFO_FILE)
-        info = {"task": self.task.describe(), "step": step, "best": state.best,
-                "params": dataclasses.asdict(p)}
-        results = {"global_step": step, "best": state.best, "history": state.history,
-                   "model": self.model, "output_dir": p.output_dir}
+        info = {
+            "task": self.task.describe(),
+            "step": step,
+            "best": state.best,
+            "params": dataclasses.asdict(p),
+        }
+        results = {
+            "global_step": step,
+            "best": state.best,
+            "history": state.history,
+            "model": self.model,
+            "output_dir": p.output_dir,
+        }
         if self.dev is not None:  # the chosen model's dev predictions, as files
             predictions = self.best_dev_predictions
             if predictions is None:  # its evaluation ran before a restart
@@ -378,15 +467,20 @@ class _Finetuner:
             self.task.write_predictions(predictions, "dev", p.output_dir)
         if "test" in self.task.loaded_splits:
             features = self.task.features("test")
-            dataset = inputs.eval_dataset(features, p.eval_batch_size, self.transform,
-                                          pad_to_batch=self.tpu)
+            dataset = inputs.eval_dataset(
+                features, p.eval_batch_size, self.transform, pad_to_batch=self.tpu
+            )
             predictions = self.predict("test", features, dataset)
             self.task.write_predictions(predictions, "test", p.output_dir)
         if p.export_dir:
             previous = files.read_json(info_path) if tf.io.gfile.exists(info_path) else {}
             exported = previous.get("export")
-            if (exported and previous.get("step") == step and
-                    previous.get("best") == state.best and tf.io.gfile.exists(exported)):
+            if (
+                exported
+                and previous.get("step") == step
+                and previous.get("best") == state.best
+                and tf.io.gfile.exists(exported)
+            ):
                 logging.info("This model was already exported to %s", exported)
             else:
                 exported = self.task.export(self.model, p.export_dir)
@@ -404,8 +498,13 @@ def _steps_from_epochs(params, task):
     steps = int(rows / params.train_batch_size * params.num_train_epochs)
     steps -= steps % params.steps_per_execution
     steps = max(steps, params.steps_per_execution)
-    logging.info("--num_train_epochs=%g: %d training rows / batch %d -> %d steps",
-                 params.num_train_epochs, rows, params.train_batch_size, steps)
+    logging.info(
+        "--num_train_epochs=%g: %d training rows / batch %d -> %d steps",
+        params.num_train_epochs,
+        rows,
+        params.train_batch_size,
+        steps,
+    )
     params = dataclasses.replace(params, num_train_steps=steps)
     validate(params)
     return params
@@ -429,21 +528,34 @@ def run_finetuning(params, task, strategy=None):
     config = _load_config(params)
     spm_model_file = resolve_vocabulary(params, config)
     if strategy is None:
-        strategy = strategy_lib.create_strategy(params.strategy, tpu=params.tpu,
-                                                logical_cpus=params.logical_cpus)
+        strategy = strategy_lib.create_strategy(
+            params.strategy, tpu=params.tpu, logical_cpus=params.logical_cpus
+        )
     replicas = strategy.num_replicas_in_sync
     for flag in ("train_batch_size", "eval_batch_size"):
         if getattr(params, flag) % replicas:
-            raise InvalidFlagError(f"--{flag}={getattr(params, flag)} is not divisible by the "
-                                   f"{replicas} replicas of --strategy={params.strategy}")
+            raise InvalidFlagError(
+                f"--{flag}={getattr(params, flag)} is not divisible by the "
+                f"{replicas} replicas of --strategy={params.strategy}"
+            )
     # Seed before any tokenizer exists: tf.random.set_seed clears TF's kernel cache, which
     # deletes the SentencePiece resources of tokenizers created earlier.
     keras.utils.set_random_seed(params.seed)
-    task.configure_text(spm_model_file, lower_case=params.do_lower_case,
-                        seq_length=params.max_seq_length, static_shapes=strategy_lib.is_tpu(
-                            strategy))
-    wanted = [s for s, on in (("train", params.do_train), ("dev", params.do_eval),
-                              ("test", params.do_predict)) if on]
+    task.configure_text(
+        spm_model_file,
+        lower_case=params.do_lower_case,
+        seq_length=params.max_seq_length,
+        static_shapes=strategy_lib.is_tpu(strategy),
+    )
+    wanted = [
+        s
+        for s, on in (
+            ("train", params.do_train),
+            ("dev", params.do_eval),
+            ("test", params.do_predict),
+        )
+        if on
+    ]
     task.load(wanted)
     params = _steps_from_epochs(params, task)
     tf.io.gfile.makedirs(params.output_dir)

@@ -15,6 +15,7 @@ null_odds.json are written for the dev file as the original does.
 >>> task.name, task.main_metric
 ('squad-v2.0', 'f1')
 """
+
 import base64
 import dataclasses
 import os
@@ -41,20 +42,25 @@ class SquadData:
     """The SQuAD files and settings (the data flags of scripts/run_squad.py; the original's
     names and defaults)."""
 
-    train_file: Optional[str] = setting(None, "SQuAD JSON for training (train-v1.1.json, "
-                                        "train-v2.0.json).")
-    predict_file: Optional[str] = setting(None, "SQuAD JSON scored during training and "
-                                          "answered at the end (dev-v1.1.json, dev-v2.0.json).")
-    version_2_with_negative: bool = setting(False, "SQuAD 2.0: questions may have no answer "
-                                            "(the answerability head).")
+    train_file: Optional[str] = setting(
+        None, "SQuAD JSON for training (train-v1.1.json, train-v2.0.json)."
+    )
+    predict_file: Optional[str] = setting(
+        None,
+        "SQuAD JSON scored during training and answered at the end (dev-v1.1.json, dev-v2.0.json).",
+    )
+    version_2_with_negative: bool = setting(
+        False, "SQuAD 2.0: questions may have no answer (the answerability head)."
+    )
     doc_stride: int = setting(128, "Context pieces between the starts of two windows.")
     max_query_length: int = setting(64, "Question pieces kept (the rest is cut).")
     n_best_size: int = setting(20, "Candidate answers kept per question (nbest_predictions).")
     max_answer_length: int = setting(30, "Longest answer, in pieces.")
     start_n_top: int = setting(5, "v2: start positions in the beam.")
     end_n_top: int = setting(5, "v2: end positions per start in the beam.")
-    feature_cache_dir: Optional[str] = setting(None, "Where the features are cached as "
-                                               "TFRecords (default ~/.cache/albert_tf/squad).")
+    feature_cache_dir: Optional[str] = setting(
+        None, "Where the features are cached as TFRecords (default ~/.cache/albert_tf/squad)."
+    )
 
 
 class SquadTask(FinetuneTask):
@@ -101,13 +107,20 @@ class SquadTask(FinetuneTask):
         from albert_tf.text.tokenizer import SentencePieceTokenizer
 
         d = self.data
-        for flag in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
-                     "start_n_top", "end_n_top"):
+        for flag in (
+            "doc_stride",
+            "max_query_length",
+            "n_best_size",
+            "max_answer_length",
+            "start_n_top",
+            "end_n_top",
+        ):
             if getattr(d, flag) < 1:
                 raise InvalidFlagError(f"--{flag} must be >= 1, got {getattr(d, flag)}")
         try:
-            self.settings = squad_data.FeatureSettings(seq_length, d.doc_stride,
-                                                       d.max_query_length, lower_case)
+            self.settings = squad_data.FeatureSettings(
+                seq_length, d.doc_stride, d.max_query_length, lower_case
+            )
         except ValueError as e:
             raise InvalidFlagError(f"--max_seq_length / --max_query_length: {e}") from None
         self.spm_model = spm_model
@@ -116,8 +129,10 @@ class SquadTask(FinetuneTask):
     def _path(self, split):
         flag = {"train": "train_file", "dev": "predict_file"}.get(split)
         if flag is None:
-            raise InvalidFlagError("SQuAD has a train file and a predict file: --do_predict "
-                                   "is not used (--predict_file is scored and answered)")
+            raise InvalidFlagError(
+                "SQuAD has a train file and a predict file: --do_predict "
+                "is not used (--predict_file is scored and answered)"
+            )
         path = getattr(self.data, flag)
         if not path:
             raise InvalidFlagError(f"--{flag} is required (its split is requested)")
@@ -131,26 +146,43 @@ class SquadTask(FinetuneTask):
             path = self._path(split)
             skip = split == "train"  # dev keeps mismatched answers: their gold texts still score
             self.examples[split] = squad_data.read_squad_examples(
-                path, self.version_2, labelled=True, skip_mismatched=skip)
+                path, self.version_2, labelled=True, skip_mismatched=skip
+            )
             features = squad_data.cached_features(
-                path, self.spm_model, self.settings, True, cache_dir,
-                version_2_with_negative=self.version_2, skip_mismatched=skip)
+                path,
+                self.spm_model,
+                self.settings,
+                True,
+                cache_dir,
+                version_2_with_negative=self.version_2,
+                skip_mismatched=skip,
+            )
             self.squad_features[split] = features
             stats = features.stats
-            logging.info("%s: %d questions from %s -> %d windows (%d with the answer); %d "
-                         "answers not at their answer_start skipped, %d contexts not aligned",
-                         split, len(self.examples[split]), path, len(features),
-                         stats.num_windows_with_answer, len(stats.answer_mismatches)
-                         if isinstance(stats.answer_mismatches, (list, tuple))
-                         else stats.answer_mismatches, len(stats.alignment_failures))
+            logging.info(
+                "%s: %d questions from %s -> %d windows (%d with the answer); %d "
+                "answers not at their answer_start skipped, %d contexts not aligned",
+                split,
+                len(self.examples[split]),
+                path,
+                len(features),
+                stats.num_windows_with_answer,
+                len(stats.answer_mismatches)
+                if isinstance(stats.answer_mismatches, (list, tuple))
+                else stats.answer_mismatches,
+                len(stats.alignment_failures),
+            )
 
     def build_model(self, backbone, dropout=0.1):
-        from albert_tf.models.question_answering import (AlbertQuestionAnswerer,
-                                                         AlbertSquadV2Model)
+        from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
 
         if self.version_2:
-            return AlbertSquadV2Model(backbone, start_n_top=self.data.start_n_top,
-                                      end_n_top=self.data.end_n_top, dropout=dropout)
+            return AlbertSquadV2Model(
+                backbone,
+                start_n_top=self.data.start_n_top,
+                end_n_top=self.data.end_n_top,
+                dropout=dropout,
+            )
         return AlbertQuestionAnswerer(backbone, dropout=dropout)
 
     # ------------------------------------------------------------------ data
@@ -161,8 +193,10 @@ class SquadTask(FinetuneTask):
             inputs["p_mask"] = features.p_mask
         labels = None
         if split == "train":
-            labels = {"start_positions": features.start_positions,
-                      "end_positions": features.end_positions}
+            labels = {
+                "start_positions": features.start_positions,
+                "end_positions": features.end_positions,
+            }
             if self.version_2:
                 labels["is_impossible"] = features.is_impossible
         return Features(inputs, labels)
@@ -181,21 +215,38 @@ class SquadTask(FinetuneTask):
             scores["exact_match"] = scores["exact"]
         else:
             scores = squad_v1_scores(dev, guesses)
-        return {"dev_first_words": n, "dev_first_words_exact_match": float(scores["exact_match"]),
-                "dev_first_words_f1": float(scores["f1"])}
+        return {
+            "dev_first_words": n,
+            "dev_first_words_exact_match": float(scores["exact_match"]),
+            "dev_first_words_f1": float(scores["f1"]),
+        }
 
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):
         examples, features, d = self.examples[split], self.squad_features[split], self.data
         if not self.version_2:
             predictions, nbest = squad_predictions.v1_predictions(
-                examples, features, outputs["start_logits"], outputs["end_logits"],
-                d.n_best_size, d.max_answer_length)
+                examples,
+                features,
+                outputs["start_logits"],
+                outputs["end_logits"],
+                d.n_best_size,
+                d.max_answer_length,
+            )
             return {"predictions": predictions, "nbest": nbest, "null_odds": None}
         predictions, nbest, null_odds = squad_predictions.v2_predictions(
-            examples, features, outputs["start_top_log_probs"], outputs["start_top_index"],
-            outputs["end_top_log_probs"], outputs["end_top_index"], outputs["cls_logits"],
-            d.n_best_size, d.max_answer_length, d.start_n_top, d.end_n_top)
+            examples,
+            features,
+            outputs["start_top_log_probs"],
+            outputs["start_top_index"],
+            outputs["end_top_log_probs"],
+            outputs["end_top_index"],
+            outputs["cls_logits"],
+            d.n_best_size,
+            d.max_answer_length,
+            d.start_n_top,
+            d.end_n_top,
+        )
         return {"predictions": predictions, "nbest": nbest, "null_odds": null_odds}
 
     def evaluate(self, predictions, split):
@@ -203,8 +254,9 @@ class SquadTask(FinetuneTask):
         if not self.version_2:
             scores = squad_v1_scores(examples, predictions["predictions"])
         else:
-            scores, _ = squad_predictions.evaluate_v2(examples, predictions["predictions"],
-                                                      predictions["null_odds"])
+            scores, _ = squad_predictions.evaluate_v2(
+                examples, predictions["predictions"], predictions["null_odds"]
+            )
             self.null_threshold = float(scores["null_score_diff_threshold"])
         scores = {k: float(v) for k, v in scores.items() if isinstance(v, (int, float))}
         scores["num_questions"] = len(examples)
@@ -220,9 +272,11 @@ class SquadTask(FinetuneTask):
         answers = predictions["predictions"]
         if self.version_2:
             answers = squad_predictions.apply_null_threshold(
-                answers, predictions["null_odds"], self.null_threshold)
-        squad_predictions.write_prediction_files(output_dir, answers, predictions["nbest"],
-                                                 predictions["null_odds"])
+                answers, predictions["null_odds"], self.null_threshold
+            )
+        squad_predictions.write_prediction_files(
+            output_dir, answers, predictions["nbest"], predictions["null_odds"]
+        )
 
     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
         from albert_tf.export.question_answering import export_question_answerer
@@ -231,18 +285,29 @@ class SquadTask(FinetuneTask):
         if seq_length:
             settings = dataclasses.replace(settings, max_seq_length=seq_length)
         return export_question_answerer(
-            model, self.spm_model, export_dir, settings, n_best_size=self.data.n_best_size,
-            max_answer_length=self.data.max_answer_length, null_threshold=self.null_threshold,
-            version=version, write_warmup=write_warmup)
+            model,
+            self.spm_model,
+            export_dir,
+            settings,
+            n_best_size=self.data.n_best_size,
+            max_answer_length=self.data.max_answer_length,
+            null_threshold=self.null_threshold,
+            version=version,
+            write_warmup=write_warmup,
+        )
 
     def describe(self):
         from albert_tf.text.tokenizer import read_model_proto
 
         proto = read_model_proto(self.spm_model)  # the vocabulary travels with the run
-        return {"kind": self.kind, "name": self.name, "data": dataclasses.asdict(self.data),
-                "settings": dataclasses.asdict(self.settings),
-                "spm_model_proto": base64.b64encode(proto).decode("ascii"),
-                "null_threshold": self.null_threshold}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "data": dataclasses.asdict(self.data),
+            "settings": dataclasses.asdict(self.settings),
+            "spm_model_proto": base64.b64encode(proto).decode("ascii"),
+            "null_threshold": self.null_threshold,
+        }
 
     @classmethod
     def from_description(cls, description):

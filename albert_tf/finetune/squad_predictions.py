@@ -28,6 +28,7 @@ One window "[CLS] where [SEP] In Paris , France. [SEP]":
 >>> predictions, [(e["text"], e["start"], e["end"]) for e in nbest["q1"]]
 ({'q1': 'Paris'}, [('Paris', 3, 8), ('In Paris', 0, 8)])
 """
+
 import json
 import os
 
@@ -47,8 +48,9 @@ EMPTY_SCORE = -1e6
 NO_WINDOW_NULL_SCORE = 1e6
 
 
-def v1_predictions(examples, features, start_logits, end_logits, n_best_size=20,
-                   max_answer_length=30):
+def v1_predictions(
+    examples, features, start_logits, end_logits, n_best_size=20, max_answer_length=30
+):
     """Answers from start/end logits [N, S] on `features` (rows of `SquadFeatures`).
 
     Returns:
@@ -67,18 +69,26 @@ def v1_predictions(examples, features, start_logits, end_logits, n_best_size=20,
             starts, ends = np.broadcast_arrays(starts, ends)
             valid = _valid_spans(features, row, starts, ends, max_answer_length)
             for start, end in zip(starts[valid].tolist(), ends[valid].tolist()):
-                candidates.append((start_logits[row, start], end_logits[row, end], row, start,
-                                   end))
-        entries = _nbest(example, features, candidates, n_best_size,
-                         ("start_logit", "end_logit"))
+                candidates.append((start_logits[row, start], end_logits[row, end], row, start, end))
+        entries = _nbest(example, features, candidates, n_best_size, ("start_logit", "end_logit"))
         predictions[example.qas_id] = entries[0]["text"]
         nbest[example.qas_id] = entries
     return predictions, nbest
 
 
-def v2_predictions(examples, features, start_top_log_probs, start_top_index, end_top_log_probs,
-                   end_top_index, cls_logits, n_best_size=20, max_answer_length=30,
-                   start_n_top=5, end_n_top=5):
+def v2_predictions(
+    examples,
+    features,
+    start_top_log_probs,
+    start_top_index,
+    end_top_log_probs,
+    end_top_index,
+    cls_logits,
+    n_best_size=20,
+    max_answer_length=30,
+    start_n_top=5,
+    end_n_top=5,
+):
     """Answers from the v2 head's beam outputs on `features`.
 
     Args:
@@ -93,16 +103,21 @@ def v2_predictions(examples, features, start_top_log_probs, start_top_index, end
         cls_logits over the question's windows}). Predictions are always spans; see
         `apply_null_threshold` and `evaluate_v2`.
     """
-    start_top_log_probs, start_top_index = _check_outputs(examples, features,
-                                                          start_top_log_probs, start_top_index)
-    end_top_log_probs, end_top_index = _check_outputs(examples, features, end_top_log_probs,
-                                                      end_top_index)
+    start_top_log_probs, start_top_index = _check_outputs(
+        examples, features, start_top_log_probs, start_top_index
+    )
+    end_top_log_probs, end_top_index = _check_outputs(
+        examples, features, end_top_log_probs, end_top_index
+    )
     cls_logits = np.asarray(cls_logits, np.float64).reshape(-1)
     if start_top_index.shape[1] != start_n_top or end_top_index.shape[1] != (
-            start_n_top * end_n_top):
-        raise ValueError(f"expected {start_n_top} starts and {start_n_top * end_n_top} ends per "
-                         f"window (start_n_top={start_n_top}, end_n_top={end_n_top}), got "
-                         f"{start_top_index.shape[1]} and {end_top_index.shape[1]}")
+        start_n_top * end_n_top
+    ):
+        raise ValueError(
+            f"expected {start_n_top} starts and {start_n_top * end_n_top} ends per "
+            f"window (start_n_top={start_n_top}, end_n_top={end_n_top}), got "
+            f"{start_top_index.shape[1]} and {end_top_index.shape[1]}"
+        )
     if len(cls_logits) != len(features):
         raise ValueError(f"{len(cls_logits)} cls_logits for {len(features)} feature rows")
     predictions, nbest, null_odds = {}, {}, {}
@@ -115,11 +130,18 @@ def v2_predictions(examples, features, start_top_log_probs, start_top_index, end
             ends = end_top_index[row].astype(np.int64)  # entry i * end_n_top + j
             valid = _valid_spans(features, row, starts, ends, max_answer_length)
             for k in np.flatnonzero(valid).tolist():
-                candidates.append((start_top_log_probs[row, k // end_n_top],
-                                   end_top_log_probs[row, k], row, int(starts[k]),
-                                   int(ends[k])))
-        entries = _nbest(example, features, candidates, n_best_size,
-                         ("start_log_prob", "end_log_prob"))
+                candidates.append(
+                    (
+                        start_top_log_probs[row, k // end_n_top],
+                        end_top_log_probs[row, k],
+                        row,
+                        int(starts[k]),
+                        int(ends[k]),
+                    )
+                )
+        entries = _nbest(
+            example, features, candidates, n_best_size, ("start_log_prob", "end_log_prob")
+        )
         predictions[example.qas_id] = entries[0]["text"]
         nbest[example.qas_id] = entries
         null_odds[example.qas_id] = null_score
@@ -155,8 +177,9 @@ def evaluate_v2(examples, predictions, null_odds):
     threshold = search["best_f1_thresh"]
     final = apply_null_threshold(predictions, null_odds, threshold)
     scores = squad_v2_scores(examples, final)
-    scores.update({k: search[k] for k in ("best_exact", "best_exact_thresh", "best_f1",
-                                         "best_f1_thresh")})
+    scores.update(
+        {k: search[k] for k in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")}
+    )
     scores["null_score_diff_threshold"] = threshold
     return scores, final
 
@@ -175,8 +198,11 @@ def write_prediction_files(output_dir, predictions, nbest, null_odds=None):
         path = f"{output_dir.rstrip('/')}/{name}"
         files.write_atomic(path, json.dumps(values, indent=2, ensure_ascii=False) + "\n")
         paths.append(path)
-    logging.info("Wrote answers to %d questions to %s", len(predictions),
-                 ", ".join(os.path.basename(p) for p in paths))
+    logging.info(
+        "Wrote answers to %d questions to %s",
+        len(predictions),
+        ", ".join(os.path.basename(p) for p in paths),
+    )
     return paths
 
 
@@ -184,13 +210,17 @@ def _check_outputs(examples, features, first, second):
     """The two [N, ...] output arrays as NumPy, checked against the features and examples."""
     first, second = np.asarray(first), np.asarray(second)
     if first.ndim != 2 or first.shape[0] != len(features) or second.shape[0] != len(features):
-        raise ValueError(f"model outputs of shapes {first.shape} and {second.shape} do not "
-                         f"match {len(features)} feature rows")
+        raise ValueError(
+            f"model outputs of shapes {first.shape} and {second.shape} do not "
+            f"match {len(features)} feature rows"
+        )
     stats_examples = features.stats.num_examples
     too_high = len(features) and features.example_index.max() >= len(examples)
     if too_high or (stats_examples and stats_examples != len(examples)):
-        raise ValueError(f"the features were built from {stats_examples or 'more'} examples "
-                         f"but {len(examples)} were given; read them with the same flags")
+        raise ValueError(
+            f"the features were built from {stats_examples or 'more'} examples "
+            f"but {len(examples)} were given; read them with the same flags"
+        )
     return first, second
 
 
@@ -199,8 +229,12 @@ def _rows_of_examples(examples, features):
     rows = dict(example_windows(features))
     missing = [e.qas_id for i, e in enumerate(examples) if i not in rows]
     if missing:
-        logging.warning("%d questions have no windows (their context could not be aligned) "
-                        "and get the answer \"\": %s", len(missing), ", ".join(missing[:5]))
+        logging.warning(
+            "%d questions have no windows (their context could not be aligned) "
+            'and get the answer "": %s',
+            len(missing),
+            ", ".join(missing[:5]),
+        )
     return [(example, rows.get(i, ())) for i, example in enumerate(examples)]
 
 
@@ -216,8 +250,13 @@ def _valid_spans(features, row, starts, ends, max_answer_length):
     inside = (starts >= 0) & (ends < width) & (starts <= ends)
     starts, ends = np.where(inside, starts, 0), np.where(inside, ends, 0)
     is_context = (features.p_mask[row] == 0) & (features.piece_start_char[row] >= 0)
-    return (inside & (ends - starts + 1 <= max_answer_length) & is_context[starts]
-            & is_context[ends] & features.token_is_max_context[row][starts].astype(bool))
+    return (
+        inside
+        & (ends - starts + 1 <= max_answer_length)
+        & is_context[starts]
+        & is_context[ends]
+        & features.token_is_max_context[row][starts].astype(bool)
+    )
 
 
 def _nbest(example, features, candidates, n_best_size, score_names):
@@ -236,16 +275,31 @@ def _nbest(example, features, candidates, n_best_size, score_names):
             continue
         seen.add(text)
         begin += len(raw) - len(raw.lstrip())
-        entries.append({"text": text, score_names[0]: float(start_score),
-                        score_names[1]: float(end_score), "start": begin,
-                        "end": begin + len(text)})
+        entries.append(
+            {
+                "text": text,
+                score_names[0]: float(start_score),
+                score_names[1]: float(end_score),
+                "start": begin,
+                "end": begin + len(text),
+            }
+        )
     if not entries:
-        entries.append({"text": "", score_names[0]: EMPTY_SCORE, score_names[1]: EMPTY_SCORE,
-                        "start": -1, "end": -1})
+        entries.append(
+            {
+                "text": "",
+                score_names[0]: EMPTY_SCORE,
+                score_names[1]: EMPTY_SCORE,
+                "start": -1,
+                "end": -1,
+            }
+        )
     totals = np.array([e[score_names[0]] + e[score_names[1]] for e in entries], np.float64)
     probabilities = np.exp(totals - totals.max())
     probabilities /= probabilities.sum()
     for entry, probability in zip(entries, probabilities):
         entry["probability"] = float(probability)
-    return [{key: e[key] for key in ("text", "probability") + score_names + ("start", "end")}
-            for e in entries]
+    return [
+        {key: e[key] for key in ("text", "probability") + score_names + ("start", "end")}
+        for e in entries
+    ]

@@ -13,6 +13,7 @@ entity F1 (token accuracy for a plain tag set such as POS tags). The export tags
 >>> task.name, task.kind
 ('ner', 'token_classification')
 """
+
 import dataclasses
 import os
 from typing import List, Optional
@@ -38,25 +39,42 @@ PREDICTIONS_FILE = "{split}_predictions.txt"
 class TaggingData:
     """Where the tagged sentences come from (the data flags of scripts/run_token_classifier.py)."""
 
-    task_name: str = setting("ner", "Name of the task (logs, finetune.json); 'docstring-code' "
-                             "without files is the built-in task (find the code in docstrings "
-                             "of the installed packages).")
-    train_file: Optional[str] = setting(None, "Training file: CoNLL columns (word first, blank "
-                                        "lines between sentences) or .jsonl with tokens/tags.")
+    task_name: str = setting(
+        "ner",
+        "Name of the task (logs, finetune.json); 'docstring-code' "
+        "without files is the built-in task (find the code in docstrings "
+        "of the installed packages).",
+    )
+    train_file: Optional[str] = setting(
+        None,
+        "Training file: CoNLL columns (word first, blank "
+        "lines between sentences) or .jsonl with tokens/tags.",
+    )
     dev_file: Optional[str] = setting(None, "Evaluation file (same format).")
-    test_file: Optional[str] = setting(None, "File to tag (CoNLL: words in column 0; JSONL: "
-                                       "tokens).")
-    tag_column: int = setting(-1, "CoNLL files: the column of the tag (0 is the word; -1 the "
-                              "last, as CoNLL-2003's NER column).")
-    tag_scheme: str = setting("auto", "Tag scheme of the files (converted to IOB2); auto "
-                              "detects it per file.", choices=conll.SCHEMES + ("auto",))
+    test_file: Optional[str] = setting(
+        None, "File to tag (CoNLL: words in column 0; JSONL: tokens)."
+    )
+    tag_column: int = setting(
+        -1,
+        "CoNLL files: the column of the tag (0 is the word; -1 the "
+        "last, as CoNLL-2003's NER column).",
+    )
+    tag_scheme: str = setting(
+        "auto",
+        "Tag scheme of the files (converted to IOB2); auto detects it per file.",
+        choices=conll.SCHEMES + ("auto",),
+    )
     tokens_key: str = setting("tokens", "JSONL files: the key of the word list.")
     tags_key: str = setting("tags", "JSONL files: the key of the tag list.")
-    labels: Optional[List[str]] = setting(None, "Tag names in id order (default: the tags of "
-                                          "--train_file, O first).")
-    stride: Optional[int] = setting(None, "Pieces between the starts of the sliding windows over "
-                                    "a sentence longer than max_seq_length - 2 (default: half "
-                                    "a window).")
+    labels: Optional[List[str]] = setting(
+        None, "Tag names in id order (default: the tags of --train_file, O first)."
+    )
+    stride: Optional[int] = setting(
+        None,
+        "Pieces between the starts of the sliding windows over "
+        "a sentence longer than max_seq_length - 2 (default: half "
+        "a window).",
+    )
 
 
 def _has_entities(labels):
@@ -106,16 +124,22 @@ class TokenClassificationTask(FinetuneTask):
             window_sizes(seq_length, self.data.stride)
         except ValueError as e:
             raise InvalidFlagError(f"--{e}".replace("--seq_length", "--max_seq_length")) from None
-        self.preprocessor = AlbertPreprocessor(spm_model, lower_case=lower_case,
-                                               seq_length=seq_length)
+        self.preprocessor = AlbertPreprocessor(
+            spm_model, lower_case=lower_case, seq_length=seq_length
+        )
 
     def _read(self, split, path):
         flag = f"--{split}_file"
         if not path:
             raise InvalidFlagError(f"{flag} is required (its split is requested)")
-        return conll.read_tagged(path, self.data.tag_column, scheme=self.data.tag_scheme,
-                                 labelled=split != "test", tokens_key=self.data.tokens_key,
-                                 tags_key=self.data.tags_key)
+        return conll.read_tagged(
+            path,
+            self.data.tag_column,
+            scheme=self.data.tag_scheme,
+            labelled=split != "test",
+            tokens_key=self.data.tokens_key,
+            tags_key=self.data.tags_key,
+        )
 
     def _builtin_splits(self, splits):
         documents = docstring_code_splits()
@@ -123,49 +147,67 @@ class TokenClassificationTask(FinetuneTask):
         for split in splits:
             sentences = [s for document in documents[split] for s in document]
             out[split] = conll.TaggedSentences(
-                [w for w, _ in sentences], [t for _, t in sentences],
+                [w for w, _ in sentences],
+                [t for _, t in sentences],
                 f"builtin:docstrings ({DOCSTRING_CODE}) {split}",
-                list(range(1, len(sentences) + 1)), scheme="iob2", word_per_line=False)
+                list(range(1, len(sentences) + 1)),
+                scheme="iob2",
+                word_per_line=False,
+            )
         return out
 
     def load(self, splits):
-        paths = {"train": self.data.train_file, "dev": self.data.dev_file,
-                 "test": self.data.test_file}
+        paths = {
+            "train": self.data.train_file,
+            "dev": self.data.dev_file,
+            "test": self.data.test_file,
+        }
         if self.name == DOCSTRING_CODE and not any(paths.values()):
-            self.sentences = self._builtin_splits([s for s in ("train", "dev", "test")
-                                                   if s in splits])
+            self.sentences = self._builtin_splits(
+                [s for s in ("train", "dev", "test") if s in splits]
+            )
         for split in ("train", "dev", "test"):
             if split in splits and split not in self.sentences:
                 self.sentences[split] = self._read(split, paths[split])
         if self.labels is None:
             if "train" not in self.sentences:
-                raise InvalidFlagError("--labels is required without --do_train (the tags "
-                                       "come from --train_file otherwise)")
+                raise InvalidFlagError(
+                    "--labels is required without --do_train (the tags "
+                    "come from --train_file otherwise)"
+                )
             self.labels = conll.tag_vocabulary(self.sentences["train"].tags)
         if len(set(self.labels)) != len(self.labels):
             raise InvalidFlagError(f"--labels has duplicates: {self.labels}")
         for split, sentences in self.sentences.items():
             if sentences.tags is not None:
                 self.tag_ids[split] = conll.tags_to_ids(sentences.tags, self.labels, sentences)
-            windows = WordWindows.build(sentences.words, self.preprocessor,
-                                        self.preprocessor.seq_length, self.data.stride)
+            windows = WordWindows.build(
+                sentences.words, self.preprocessor, self.preprocessor.seq_length, self.data.stride
+            )
             self.windows[split] = windows
-            logging.info("%s: %d sentences, %d words from %s (%s tags); %d windows of %d "
-                         "pieces, %d sentences longer than one window", split, len(sentences),
-                         int(windows.words_per_sentence.sum()), sentences.source,
-                         sentences.scheme or "no", windows.num_windows, windows.seq_length,
-                         windows.num_long_sentences)
+            logging.info(
+                "%s: %d sentences, %d words from %s (%s tags); %d windows of %d "
+                "pieces, %d sentences longer than one window",
+                split,
+                len(sentences),
+                int(windows.words_per_sentence.sum()),
+                sentences.source,
+                sentences.scheme or "no",
+                windows.num_windows,
+                windows.seq_length,
+                windows.num_long_sentences,
+            )
         logging.info("Tags (%d): %s", len(self.labels), ", ".join(self.labels))
 
     def build_model(self, backbone, dropout=0.1):
-        return AlbertTokenClassifier(backbone, num_classes=len(self.labels), dropout=dropout,
-                                     labels=self.labels)
+        return AlbertTokenClassifier(
+            backbone, num_classes=len(self.labels), dropout=dropout, labels=self.labels
+        )
 
     # ------------------------------------------------------------------ data
     def features(self, split):
         windows = self.windows[split]
-        labels = (window_labels(windows, self.tag_ids[split]) if split in self.tag_ids
-                  else None)
+        labels = window_labels(windows, self.tag_ids[split]) if split in self.tag_ids else None
         return Features(windows.inputs, labels)
 
     def baselines(self):
@@ -174,8 +216,9 @@ class TokenClassificationTask(FinetuneTask):
             return {}
         predicted = most_frequent_tag_baseline(train.words, train.tags).predict(dev.words)
         scores = self._scores(dev.tags, predicted)
-        return {f"dev_most_frequent_tag_{k}": scores[k] for k in ("f1", "token_accuracy")
-                if k in scores}
+        return {
+            f"dev_most_frequent_tag_{k}": scores[k] for k in ("f1", "token_accuracy") if k in scores
+        }
 
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):
@@ -203,8 +246,9 @@ class TokenClassificationTask(FinetuneTask):
 
     def headline_metrics(self, metrics):
         """Overall scores only (the per-type ones are in eval_results.json and TensorBoard)."""
-        return {k: v for k, v in metrics.items()
-                if k in ("precision", "recall", "f1", "token_accuracy")}
+        return {
+            k: v for k, v in metrics.items() if k in ("precision", "recall", "f1", "token_accuracy")
+        }
 
     def write_predictions(self, predictions, split, output_dir):
         """<split>_predictions.txt: CoNLL columns "word<TAB>tag", a blank line after each
@@ -215,22 +259,30 @@ class TokenClassificationTask(FinetuneTask):
             lines.append("")
         path = os.path.join(output_dir, PREDICTIONS_FILE.format(split=split))
         files.write_atomic(path, "\n".join(lines) + "\n")
-        logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split,
-                     path)
+        logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split, path)
 
     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
         from albert_tf.export.entities import export_token_classifier
 
-        return export_token_classifier(model, self.preprocessor, export_dir,
-                                       seq_length=seq_length or self.preprocessor.seq_length,
-                                       stride=self.data.stride if not seq_length else None,
-                                       version=version, labels=self.labels,
-                                       write_warmup=write_warmup)
+        return export_token_classifier(
+            model,
+            self.preprocessor,
+            export_dir,
+            seq_length=seq_length or self.preprocessor.seq_length,
+            stride=self.data.stride if not seq_length else None,
+            version=version,
+            labels=self.labels,
+            write_warmup=write_warmup,
+        )
 
     def describe(self):
-        return {"kind": self.kind, "name": self.name, "data": dataclasses.asdict(self.data),
-                "labels": list(self.labels),
-                "preprocessor": keras.saving.serialize_keras_object(self.preprocessor)}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "data": dataclasses.asdict(self.data),
+            "labels": list(self.labels),
+            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+        }
 
     @classmethod
     def from_description(cls, description):

@@ -13,6 +13,7 @@ the dev split, and at the end `write_predictions` (the chosen model's, on the de
 splits) and `export`. `describe()` is stored in the output directory's finetune.json;
 `task_from_description` rebuilds the task from it (for exporting later from a finished run).
 """
+
 import abc
 import dataclasses
 from typing import Dict, Optional

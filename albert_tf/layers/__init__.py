@@ -5,6 +5,7 @@
 - `encoder.AlbertEncoder`: stacked group weights applied by one `tf.while_loop`.
 - `heads.MaskedLMHead`, `heads.SentenceOrderHead`: pretraining heads.
 """
+
 from albert_tf._lazy import lazy_attributes  # noqa: E402
 
 __getattr__, __dir__ = lazy_attributes(__name__)

@@ -32,16 +32,32 @@ same seed gives the same masks inside a `tf.while_loop` and in an unrolled Pytho
 >>> block.transformer_block(x, bias, attention, ffn, settings).shape
 TensorShape([1, 3, 8])
 """
+
 import dataclasses
 import math
 
 import tensorflow as tf
 
-ATTENTION_WEIGHTS = ("query_kernel", "query_bias", "key_kernel", "key_bias", "value_kernel",
-                     "value_bias", "output_kernel", "output_bias", "layer_norm_gamma",
-                     "layer_norm_beta")
-FFN_WEIGHTS = ("intermediate_kernel", "intermediate_bias", "output_kernel", "output_bias",
-               "layer_norm_gamma", "layer_norm_beta")
+ATTENTION_WEIGHTS = (
+    "query_kernel",
+    "query_bias",
+    "key_kernel",
+    "key_bias",
+    "value_kernel",
+    "value_bias",
+    "output_kernel",
+    "output_bias",
+    "layer_norm_gamma",
+    "layer_norm_beta",
+)
+FFN_WEIGHTS = (
+    "intermediate_kernel",
+    "intermediate_bias",
+    "output_kernel",
+    "output_bias",
+    "layer_norm_gamma",
+    "layer_norm_beta",
+)
 
 # Added to the attention scores of padded keys (in float32; exp() of it is exactly 0).
 MASK_VALUE = -1e9
@@ -63,8 +79,13 @@ def _linear(x):
     return x
 
 
-_ACTIVATIONS = {"gelu_tanh": gelu_tanh, "gelu_erf": gelu_erf, "relu": tf.nn.relu,
-                "tanh": tf.tanh, "linear": _linear}
+_ACTIVATIONS = {
+    "gelu_tanh": gelu_tanh,
+    "gelu_erf": gelu_erf,
+    "relu": tf.nn.relu,
+    "tanh": tf.tanh,
+    "linear": _linear,
+}
 
 
 def get_activation(name):
@@ -86,10 +107,13 @@ class BlockSettings:
 
     @classmethod
     def from_config(cls, config):
-        return cls(num_heads=config.num_attention_heads, activation=config.hidden_act,
-                   layer_norm_eps=config.layer_norm_eps,
-                   attention_dropout=config.attention_probs_dropout_prob,
-                   hidden_dropout=config.hidden_dropout_prob)
+        return cls(
+            num_heads=config.num_attention_heads,
+            activation=config.hidden_act,
+            layer_norm_eps=config.layer_norm_eps,
+            attention_dropout=config.attention_probs_dropout_prob,
+            hidden_dropout=config.hidden_dropout_prob,
+        )
 
 
 def layer_norm(x, gamma, beta, eps):
@@ -155,19 +179,22 @@ def attention_sublayer(x, bias, weights, settings, training=False, seed=None):
     out = _dense(context, weights["output_kernel"], weights["output_bias"])
     if training and settings.hidden_dropout:
         out = dropout(out, settings.hidden_dropout, sub_seed(seed, 1))
-    return layer_norm(x + out, weights["layer_norm_gamma"], weights["layer_norm_beta"],
-                      settings.layer_norm_eps)
+    return layer_norm(
+        x + out, weights["layer_norm_gamma"], weights["layer_norm_beta"], settings.layer_norm_eps
+    )
 
 
 def ffn_sublayer(x, weights, settings, training=False, seed=None):
     """LayerNorm(x + Dropout(act(x W_1 + b_1) W_2 + b_2)); dropout site 2 of `seed`."""
     h = get_activation(settings.activation)(
-        _dense(x, weights["intermediate_kernel"], weights["intermediate_bias"]))
+        _dense(x, weights["intermediate_kernel"], weights["intermediate_bias"])
+    )
     out = _dense(h, weights["output_kernel"], weights["output_bias"])
     if training and settings.hidden_dropout:
         out = dropout(out, settings.hidden_dropout, sub_seed(seed, 2))
-    return layer_norm(x + out, weights["layer_norm_gamma"], weights["layer_norm_beta"],
-                      settings.layer_norm_eps)
+    return layer_norm(
+        x + out, weights["layer_norm_gamma"], weights["layer_norm_beta"], settings.layer_norm_eps
+    )
 
 
 def transformer_block(x, bias, attention_weights, ffn_weights, settings, training=False, seed=None):

@@ -1,4 +1,5 @@
 """ALBERT's factorized embedding: V x E lookup tables, LayerNorm, dropout, then E -> H."""
+
 import keras
 import tensorflow as tf
 
@@ -42,7 +43,8 @@ class FactorizedEmbedding(keras.layers.Layer):
         self.position_embeddings = None
         self.token_type_embeddings = None
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=config.layer_norm_eps, dtype="float32", name="layer_norm")
+            epsilon=config.layer_norm_eps, dtype="float32", name="layer_norm"
+        )
         self.seed = seed
         self.seed_generator = None
         if config.hidden_dropout_prob:
@@ -50,8 +52,11 @@ class FactorizedEmbedding(keras.layers.Layer):
         self.projection = None
         if config.has_embedding_projection:
             self.projection = keras.layers.Dense(
-                config.hidden_size, kernel_initializer=self._initializer(),
-                dtype=self.dtype_policy, name="embedding_projection")
+                config.hidden_size,
+                kernel_initializer=self._initializer(),
+                dtype=self.dtype_policy,
+                name="embedding_projection",
+            )
 
     def _initializer(self):
         return keras.initializers.TruncatedNormal(stddev=self.config.initializer_range)
@@ -60,11 +65,14 @@ class FactorizedEmbedding(keras.layers.Layer):
         c = self.config
         table = dict(initializer=self._initializer(), autocast=False)
         self.word_embeddings = self.add_weight(
-            shape=(c.vocab_size, c.embedding_size), name="word_embeddings", **table)
+            shape=(c.vocab_size, c.embedding_size), name="word_embeddings", **table
+        )
         self.position_embeddings = self.add_weight(
-            shape=(c.max_position_embeddings, c.embedding_size), name="position_embeddings", **table)
+            shape=(c.max_position_embeddings, c.embedding_size), name="position_embeddings", **table
+        )
         self.token_type_embeddings = self.add_weight(
-            shape=(c.type_vocab_size, c.embedding_size), name="token_type_embeddings", **table)
+            shape=(c.type_vocab_size, c.embedding_size), name="token_type_embeddings", **table
+        )
         self.layer_norm.build((None, None, c.embedding_size))
         if self.projection is not None:
             self.projection.build((None, None, c.embedding_size))
@@ -86,4 +94,3 @@ class FactorizedEmbedding(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "config": self.config.to_dict(), "seed": self.seed}
-

@@ -9,6 +9,7 @@ l // (L // attention_groups) and FFN group l // (L // ffn_groups) (the original'
 group_idx = int(l / L * num_hidden_groups)). The graph therefore holds one block whatever the
 depth; `unroll=True` builds the same math as a Python loop over the same weights.
 """
+
 import keras
 import tensorflow as tf
 
@@ -18,16 +19,24 @@ from albert_tf.layers import block
 # Per-block shape of every stacked weight, as a function of (H, I).
 _SHAPES = {
     "attention": {
-        "query_kernel": lambda h, i: (h, h), "query_bias": lambda h, i: (h,),
-        "key_kernel": lambda h, i: (h, h), "key_bias": lambda h, i: (h,),
-        "value_kernel": lambda h, i: (h, h), "value_bias": lambda h, i: (h,),
-        "output_kernel": lambda h, i: (h, h), "output_bias": lambda h, i: (h,),
-        "layer_norm_gamma": lambda h, i: (h,), "layer_norm_beta": lambda h, i: (h,),
+        "query_kernel": lambda h, i: (h, h),
+        "query_bias": lambda h, i: (h,),
+        "key_kernel": lambda h, i: (h, h),
+        "key_bias": lambda h, i: (h,),
+        "value_kernel": lambda h, i: (h, h),
+        "value_bias": lambda h, i: (h,),
+        "output_kernel": lambda h, i: (h, h),
+        "output_bias": lambda h, i: (h,),
+        "layer_norm_gamma": lambda h, i: (h,),
+        "layer_norm_beta": lambda h, i: (h,),
     },
     "ffn": {
-        "intermediate_kernel": lambda h, i: (h, i), "intermediate_bias": lambda h, i: (i,),
-        "output_kernel": lambda h, i: (i, h), "output_bias": lambda h, i: (h,),
-        "layer_norm_gamma": lambda h, i: (h,), "layer_norm_beta": lambda h, i: (h,),
+        "intermediate_kernel": lambda h, i: (h, i),
+        "intermediate_bias": lambda h, i: (i,),
+        "output_kernel": lambda h, i: (i, h),
+        "output_bias": lambda h, i: (h,),
+        "layer_norm_gamma": lambda h, i: (h,),
+        "layer_norm_beta": lambda h, i: (h,),
     },
 }
 assert tuple(_SHAPES["attention"]) == block.ATTENTION_WEIGHTS
@@ -52,8 +61,9 @@ class StackedWeights(keras.layers.Layer):
         (2, 1, 8, 16)
     """
 
-    def __init__(self, kind, groups, inner, hidden_size, intermediate_size,
-                 initializer_range=0.02, **kwargs):
+    def __init__(
+        self, kind, groups, inner, hidden_size, intermediate_size, initializer_range=0.02, **kwargs
+    ):
         super().__init__(**kwargs)
         if kind not in _SHAPES:
             raise ValueError(f"StackedWeights kind must be one of {sorted(_SHAPES)}, got {kind!r}")
@@ -73,8 +83,9 @@ class StackedWeights(keras.layers.Layer):
                 init = "ones"
             else:
                 init = "zeros"
-            variable = self.add_weight(shape=shape, initializer=init, name=name,
-                                       autocast=not name.startswith("layer_norm"))
+            variable = self.add_weight(
+                shape=shape, initializer=init, name=name, autocast=not name.startswith("layer_norm")
+            )
             setattr(self, name, variable)
         self.built = True
 
@@ -85,14 +96,21 @@ class StackedWeights(keras.layers.Layer):
 
     def flat_values(self):
         """{name: tensor [groups * inner, ...]}, read (and autocast) once."""
-        return {name: tf.reshape(v.value, (self.groups * self.inner,) + tuple(v.shape[2:]))
-                for name, v in self.variables_by_name.items()}
+        return {
+            name: tf.reshape(v.value, (self.groups * self.inner,) + tuple(v.shape[2:]))
+            for name, v in self.variables_by_name.items()
+        }
 
     def get_config(self):
-        return {**super().get_config(), "kind": self.kind, "groups": self.groups,
-                "inner": self.inner, "hidden_size": self.hidden_size,
-                "intermediate_size": self.intermediate_size,
-                "initializer_range": self.initializer_range}
+        return {
+            **super().get_config(),
+            "kind": self.kind,
+            "groups": self.groups,
+            "inner": self.inner,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "initializer_range": self.initializer_range,
+        }
 
 
 def _selector(stacks):
@@ -146,10 +164,16 @@ class AlbertEncoder(keras.layers.Layer):
         self.unroll = bool(unroll)
         self.seed = seed
         self.settings = block.BlockSettings.from_config(config)
-        stack = dict(inner=config.inner_group_num, hidden_size=config.hidden_size,
-                     intermediate_size=config.intermediate_size,
-                     initializer_range=config.initializer_range, dtype=self.dtype_policy)
-        self.attention = StackedWeights("attention", config.attention_groups, name="attention", **stack)
+        stack = dict(
+            inner=config.inner_group_num,
+            hidden_size=config.hidden_size,
+            intermediate_size=config.intermediate_size,
+            initializer_range=config.initializer_range,
+            dtype=self.dtype_policy,
+        )
+        self.attention = StackedWeights(
+            "attention", config.attention_groups, name="attention", **stack
+        )
         self.ffn = StackedWeights("ffn", config.ffn_groups, name="ffn", **stack)
         self.seed_generator = None
         if config.hidden_dropout_prob or config.attention_probs_dropout_prob:
@@ -196,8 +220,14 @@ class AlbertEncoder(keras.layers.Layer):
         def step(i, h):
             a, f = self.block_indices(i)
             return block.transformer_block(
-                h, bias, attention(a), ffn(f), self.settings, training=use_dropout,
-                seed=block.sub_seed(seed, i) if use_dropout else None)
+                h,
+                bias,
+                attention(a),
+                ffn(f),
+                self.settings,
+                training=use_dropout,
+                seed=block.sub_seed(seed, i) if use_dropout else None,
+            )
 
         n = self.num_iterations
         if self.unroll:
@@ -216,8 +246,11 @@ class AlbertEncoder(keras.layers.Layer):
 
         loop_vars = (tf.constant(0, tf.int32), hidden)
         if self.output_encoder_outputs:
-            loop_vars += (tf.TensorArray(hidden.dtype, size=n, dynamic_size=False,
-                                         element_shape=hidden.shape),)
+            loop_vars += (
+                tf.TensorArray(
+                    hidden.dtype, size=n, dynamic_size=False, element_shape=hidden.shape
+                ),
+            )
         final = tf.while_loop(lambda i, *_: i < n, body, loop_vars, maximum_iterations=n)
         result = {"sequence_output": final[1]}
         if self.output_encoder_outputs:
@@ -225,6 +258,10 @@ class AlbertEncoder(keras.layers.Layer):
         return result
 
     def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict(),
-                "output_encoder_outputs": self.output_encoder_outputs, "unroll": self.unroll,
-                "seed": self.seed}
+        return {
+            **super().get_config(),
+            "config": self.config.to_dict(),
+            "output_encoder_outputs": self.output_encoder_outputs,
+            "unroll": self.unroll,
+            "seed": self.seed,
+        }

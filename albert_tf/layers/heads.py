@@ -1,4 +1,5 @@
 """Pretraining heads: the masked-LM head tied to the word table, and the sentence-order head."""
+
 import keras
 import tensorflow as tf
 
@@ -28,8 +29,15 @@ class MaskedLMHead(keras.layers.Layer):
         TensorShape([2, 2, 10])
     """
 
-    def __init__(self, vocab_size, embedding_size, activation="gelu_tanh", layer_norm_eps=1e-12,
-                 initializer_range=0.02, **kwargs):
+    def __init__(
+        self,
+        vocab_size,
+        embedding_size,
+        activation="gelu_tanh",
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
@@ -38,10 +46,14 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
-            embedding_size, kernel_initializer=_truncated_normal(initializer_range),
-            dtype=self.dtype_policy, name="dense")
+            embedding_size,
+            kernel_initializer=_truncated_normal(initializer_range),
+            dtype=self.dtype_policy,
+            name="dense",
+        )
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
+            epsilon=layer_norm_eps, dtype="float32", name="layer_norm"
+        )
         self.output_bias = None
         # Keras would autocast every float argument to the compute dtype, the tied embedding
         # table included (bfloat16 under mixed_bfloat16); `__call__` converts the arguments and
@@ -54,12 +66,14 @@ class MaskedLMHead(keras.layers.Layer):
             return
         hidden_size = sequence_output_shape[-1] if sequence_output_shape else None
         if hidden_size is None:
-            raise ValueError("MaskedLMHead.build needs the hidden size (last axis of "
-                             "sequence_output)")
+            raise ValueError(
+                "MaskedLMHead.build needs the hidden size (last axis of sequence_output)"
+            )
         self.dense.build((None, None, hidden_size))
         self.layer_norm.build((None, None, self.embedding_size))
-        self.output_bias = self.add_weight(shape=(self.vocab_size,), initializer="zeros",
-                                           name="output_bias", autocast=False)
+        self.output_bias = self.add_weight(
+            shape=(self.vocab_size,), initializer="zeros", name="output_bias", autocast=False
+        )
         self.built = True
 
     def __call__(self, sequence_output, masked_lm_positions, embedding_table, **kwargs):
@@ -68,8 +82,12 @@ class MaskedLMHead(keras.layers.Layer):
                 return x
             return tf.convert_to_tensor(x)
 
-        return super().__call__(as_tensor(sequence_output), as_tensor(masked_lm_positions),
-                                as_tensor(embedding_table), **kwargs)
+        return super().__call__(
+            as_tensor(sequence_output),
+            as_tensor(masked_lm_positions),
+            as_tensor(embedding_table),
+            **kwargs,
+        )
 
     def call(self, sequence_output, masked_lm_positions, embedding_table):
         sequence_output = tf.cast(sequence_output, self.compute_dtype)
@@ -80,10 +98,14 @@ class MaskedLMHead(keras.layers.Layer):
         return tf.matmul(x, table, transpose_b=True) + self.output_bias.value
 
     def get_config(self):
-        return {**super().get_config(), "vocab_size": self.vocab_size,
-                "embedding_size": self.embedding_size, "activation": self.activation,
-                "layer_norm_eps": self.layer_norm_eps,
-                "initializer_range": self.initializer_range}
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "embedding_size": self.embedding_size,
+            "activation": self.activation,
+            "layer_norm_eps": self.layer_norm_eps,
+            "initializer_range": self.initializer_range,
+        }
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -103,8 +125,11 @@ class SentenceOrderHead(keras.layers.Layer):
         self.num_classes = num_classes
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
-            num_classes, kernel_initializer=_truncated_normal(initializer_range),
-            dtype="float32", name="dense")
+            num_classes,
+            kernel_initializer=_truncated_normal(initializer_range),
+            dtype="float32",
+            name="dense",
+        )
 
     def build(self, pooled_output_shape=None):
         if self.built:
@@ -116,5 +141,8 @@ class SentenceOrderHead(keras.layers.Layer):
         return self.dense(pooled_output)
 
     def get_config(self):
-        return {**super().get_config(), "num_classes": self.num_classes,
-                "initializer_range": self.initializer_range}
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "initializer_range": self.initializer_range,
+        }

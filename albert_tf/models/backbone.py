@@ -1,4 +1,5 @@
 """`AlbertModel`: the ALBERT backbone (embeddings, shared-weight encoder, pooler) as a keras.Model."""
+
 import keras
 import tensorflow as tf
 
@@ -55,20 +56,35 @@ class AlbertModel(keras.Model):
         (TensorShape([1, 5, 128]), TensorShape([1, 128]))
     """
 
-    def __init__(self, config, output_encoder_outputs=False, unroll=False, dtype=None,
-                 name="albert", **kwargs):
+    def __init__(
+        self,
+        config,
+        output_encoder_outputs=False,
+        unroll=False,
+        dtype=None,
+        name="albert",
+        **kwargs,
+    ):
         super().__init__(dtype=dtype, name=name, **kwargs)
         config = _as_config(config)
         self.config = config
         self.output_encoder_outputs = bool(output_encoder_outputs)
         self.unroll = bool(unroll)
         self.embeddings = FactorizedEmbedding(config, dtype=self.dtype_policy, name="embeddings")
-        self.encoder = AlbertEncoder(config, output_encoder_outputs=output_encoder_outputs,
-                                     unroll=unroll, dtype=self.dtype_policy, name="encoder")
+        self.encoder = AlbertEncoder(
+            config,
+            output_encoder_outputs=output_encoder_outputs,
+            unroll=unroll,
+            dtype=self.dtype_policy,
+            name="encoder",
+        )
         self.pooler = keras.layers.Dense(
-            config.hidden_size, activation="tanh",
+            config.hidden_size,
+            activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype=self.dtype_policy, name="pooler")
+            dtype=self.dtype_policy,
+            name="pooler",
+        )
         self.build()
 
     def build(self, input_shape=None):
@@ -87,38 +103,49 @@ class AlbertModel(keras.Model):
         if not isinstance(inputs, dict):
             raise TypeError(
                 f"{self.name}: inputs must be a dict with keys {list(INPUT_KEYS)}, "
-                f"got {type(inputs).__name__}")
+                f"got {type(inputs).__name__}"
+            )
         missing = [k for k in INPUT_KEYS if k not in inputs]
         if missing:
             raise KeyError(
                 f"{self.name}: missing input key(s) {missing}; got keys {sorted(inputs)}, "
-                f"expected {list(INPUT_KEYS)}")
+                f"expected {list(INPUT_KEYS)}"
+            )
         tensors = {}
         for key in INPUT_KEYS:
             value = tf.convert_to_tensor(inputs[key])
             if not value.dtype.is_integer:
-                raise TypeError(f"{self.name}: input {key!r} must be an integer tensor, "
-                                f"got dtype {value.dtype.name}")
+                raise TypeError(
+                    f"{self.name}: input {key!r} must be an integer tensor, "
+                    f"got dtype {value.dtype.name}"
+                )
             if value.shape.rank is not None and value.shape.rank != 2:
-                raise ValueError(f"{self.name}: input {key!r} must have shape [batch, seq], "
-                                 f"got shape {value.shape}")
+                raise ValueError(
+                    f"{self.name}: input {key!r} must have shape [batch, seq], "
+                    f"got shape {value.shape}"
+                )
             tensors[key] = tf.cast(value, tf.int32)
         shape = tensors["input_word_ids"].shape
         for key in INPUT_KEYS[1:]:
             if not tensors[key].shape.is_compatible_with(shape):
-                raise ValueError(f"{self.name}: input {key!r} has shape {tensors[key].shape} "
-                                 f"but input_word_ids has shape {shape}")
+                raise ValueError(
+                    f"{self.name}: input {key!r} has shape {tensors[key].shape} "
+                    f"but input_word_ids has shape {shape}"
+                )
         max_length = self.config.max_position_embeddings
         seq_length = shape[1] if shape.rank == 2 else None
         if seq_length is not None and seq_length > max_length:
             raise ValueError(
                 f"{self.name}: sequence length {seq_length} exceeds max_position_embeddings "
-                f"{max_length}; truncate the inputs to at most {max_length} tokens")
+                f"{max_length}; truncate the inputs to at most {max_length} tokens"
+            )
         if seq_length is None:
             check = tf.debugging.assert_less_equal(
-                tf.shape(tensors["input_word_ids"])[1], max_length,
+                tf.shape(tensors["input_word_ids"])[1],
+                max_length,
                 message=f"{self.name}: sequence length exceeds max_position_embeddings "
-                        f"{max_length}; truncate the inputs")
+                f"{max_length}; truncate the inputs",
+            )
             with tf.control_dependencies([check]):
                 tensors["input_word_ids"] = tf.identity(tensors["input_word_ids"])
         return tensors
@@ -128,17 +155,23 @@ class AlbertModel(keras.Model):
         x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
         encoded = self.encoder(x, inputs["input_mask"], training=training)
         sequence_output = encoded["sequence_output"]
-        outputs = {"sequence_output": sequence_output,
-                   "pooled_output": self.pooler(sequence_output[:, 0, :])}
+        outputs = {
+            "sequence_output": sequence_output,
+            "pooled_output": self.pooler(sequence_output[:, 0, :]),
+        }
         if self.output_encoder_outputs:
             outputs["encoder_outputs"] = encoded["encoder_outputs"]
         return outputs
 
     def get_config(self):
-        return {"config": self.config.to_dict(),
-                "output_encoder_outputs": self.output_encoder_outputs, "unroll": self.unroll,
-                "dtype": keras.dtype_policies.serialize(self.dtype_policy), "name": self.name,
-                "trainable": self.trainable}
+        return {
+            "config": self.config.to_dict(),
+            "output_encoder_outputs": self.output_encoder_outputs,
+            "unroll": self.unroll,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
 
     @classmethod
     def from_config(cls, config):

@@ -15,6 +15,7 @@ regression (MSE, one score per example).
 >>> model(inputs).shape
 TensorShape([1, 3])
 """
+
 import keras
 
 from albert_tf.models.head_model import AlbertHeadModel
@@ -54,9 +55,15 @@ class AlbertClassifier(AlbertHeadModel):
         return backbone_outputs["pooled_output"]
 
     def default_loss(self):
-        return (keras.losses.MeanSquaredError() if self.is_regression else
-                keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return (
+            keras.losses.MeanSquaredError()
+            if self.is_regression
+            else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        )
 
     def default_metrics(self):
-        return ([keras.metrics.MeanAbsoluteError(name="mae")] if self.is_regression else
-                [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+        return (
+            [keras.metrics.MeanAbsoluteError(name="mae")]
+            if self.is_regression
+            else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        )

@@ -12,6 +12,7 @@ micro-averaged over all entities, and also computed for each type.
 >>> scores["precision"], scores["recall"], scores["PER_f1"], scores["LOC_recall"]
 (0.5, 0.5, 1.0, 0.0)
 """
+
 import collections
 
 
@@ -44,14 +45,17 @@ def entity_scores(gold_tag_lists, predicted_tag_lists):
     the counts "num_gold_entities", "num_predicted_entities", "num_correct_entities".
     """
     if len(gold_tag_lists) != len(predicted_tag_lists):
-        raise ValueError(f"{len(gold_tag_lists)} gold sequences but "
-                         f"{len(predicted_tag_lists)} predicted sequences")
+        raise ValueError(
+            f"{len(gold_tag_lists)} gold sequences but "
+            f"{len(predicted_tag_lists)} predicted sequences"
+        )
     gold_counts, predicted_counts, correct_counts = (collections.Counter() for _ in range(3))
     words = correct_words = 0
     for index, (gold, predicted) in enumerate(zip(gold_tag_lists, predicted_tag_lists)):
         if len(gold) != len(predicted):
-            raise ValueError(f"sequence {index}: {len(gold)} gold tags but {len(predicted)} "
-                             f"predicted tags")
+            raise ValueError(
+                f"sequence {index}: {len(gold)} gold tags but {len(predicted)} predicted tags"
+            )
         words += len(gold)
         correct_words += sum(g == p for g, p in zip(gold, predicted))
         gold_entities = set(extract_entities(gold))
@@ -64,13 +68,17 @@ def entity_scores(gold_tag_lists, predicted_tag_lists):
     scores = _precision_recall_f1(num_correct, num_predicted, num_gold)
     scores["token_accuracy"] = correct_words / words if words else 0.0
     for kind in sorted(set(gold_counts) | set(predicted_counts)):
-        kind_scores = _precision_recall_f1(correct_counts[kind], predicted_counts[kind],
-                                           gold_counts[kind])
+        kind_scores = _precision_recall_f1(
+            correct_counts[kind], predicted_counts[kind], gold_counts[kind]
+        )
         for name, value in kind_scores.items():
             scores[f"{kind}_{name}"] = value
         scores[f"{kind}_support"] = gold_counts[kind]
-    scores.update(num_gold_entities=num_gold, num_predicted_entities=num_predicted,
-                  num_correct_entities=num_correct)
+    scores.update(
+        num_gold_entities=num_gold,
+        num_predicted_entities=num_predicted,
+        num_correct_entities=num_correct,
+    )
     return scores
 
 
@@ -92,8 +100,9 @@ class MostFrequentTagBaseline:
 
     def predict(self, word_lists):
         """One tag list per word list."""
-        return [[self.tag_of_word.get(word, self.default_tag) for word in words]
-                for words in word_lists]
+        return [
+            [self.tag_of_word.get(word, self.default_tag) for word in words] for words in word_lists
+        ]
 
 
 def most_frequent_tag_baseline(train_words, train_tags):
@@ -136,5 +145,7 @@ def _split(tag, position):
         return "O", None
     if len(tag) > 2 and tag[0] in "BI" and tag[1] == "-":
         return tag[0], tag[2:]
-    raise ValueError(f"tag {position} {tag!r} is not IOB2 (expected 'O', B-<TYPE> or "
-                     f"I-<TYPE>); convert with albert_tf.data.conll.normalize_tags")
+    raise ValueError(
+        f"tag {position} {tag!r} is not IOB2 (expected 'O', B-<TYPE> or "
+        f"I-<TYPE>); convert with albert_tf.data.conll.normalize_tags"
+    )

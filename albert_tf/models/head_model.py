@@ -14,6 +14,7 @@ Large and xlarge v2 models are known to diverge or stay at chance when fine-tune
 rates or small batches (google-research/albert #197, #207; keras-hub #831): keep lr <= 2e-5
 (1e-5 or 5e-6 for xlarge), keep warmup and clipping.
 """
+
 import dataclasses
 import math
 
@@ -27,8 +28,14 @@ from albert_tf.optim.optimizers import AdamWeightDecay
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 
 
-def default_optimizer(learning_rate=2e-5, num_train_steps=None, warmup_steps=None,
-                      warmup_ratio=0.1, weight_decay_rate=0.01, global_clipnorm=1.0):
+def default_optimizer(
+    learning_rate=2e-5,
+    num_train_steps=None,
+    warmup_steps=None,
+    warmup_ratio=0.1,
+    weight_decay_rate=0.01,
+    global_clipnorm=1.0,
+):
     """The fine-tuning optimizer: AdamW with linear warmup and decay (a constant rate without
     `num_train_steps`).
 
@@ -44,26 +51,43 @@ def default_optimizer(learning_rate=2e-5, num_train_steps=None, warmup_steps=Non
         raise ValueError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
     schedule = learning_rate
     if num_train_steps:
-        warmup = (int(warmup_steps) if warmup_steps is not None
-                  else int(round(warmup_ratio * num_train_steps)))
-        schedule = WarmupPolynomialDecay(learning_rate, decay_steps=int(num_train_steps),
-                                         warmup_steps=warmup, power=1.0)
-    return AdamWeightDecay(learning_rate=schedule, weight_decay_rate=weight_decay_rate,
-                           epsilon=1e-6, global_clipnorm=global_clipnorm)
+        warmup = (
+            int(warmup_steps)
+            if warmup_steps is not None
+            else int(round(warmup_ratio * num_train_steps))
+        )
+        schedule = WarmupPolynomialDecay(
+            learning_rate, decay_steps=int(num_train_steps), warmup_steps=warmup, power=1.0
+        )
+    return AdamWeightDecay(
+        learning_rate=schedule,
+        weight_decay_rate=weight_decay_rate,
+        epsilon=1e-6,
+        global_clipnorm=global_clipnorm,
+    )
 
 
-def load_backbone(directory, hidden_dropout_prob=None, attention_probs_dropout_prob=None,
-                  dtype=None):
+def load_backbone(
+    directory, hidden_dropout_prob=None, attention_probs_dropout_prob=None, dtype=None
+):
     """The backbone saved in `directory`, optionally with other dropout rates (Table 14's
     "ALBERT DR" column: 0.1 for QQP, RTE, WNLI, RACE)."""
     backbone = io.load_backbone(directory, dtype=dtype)
-    overrides = {k: v for k, v in (("hidden_dropout_prob", hidden_dropout_prob),
-                                   ("attention_probs_dropout_prob",
-                                    attention_probs_dropout_prob)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (
+            ("hidden_dropout_prob", hidden_dropout_prob),
+            ("attention_probs_dropout_prob", attention_probs_dropout_prob),
+        )
+        if v is not None
+    }
     if not overrides:
         return backbone
-    replaced = AlbertModel(dataclasses.replace(backbone.config, **overrides),
-                           dtype=backbone.dtype_policy, name=backbone.name)
+    replaced = AlbertModel(
+        dataclasses.replace(backbone.config, **overrides),
+        dtype=backbone.dtype_policy,
+        name=backbone.name,
+    )
     replaced.set_weights(backbone.get_weights())
     return replaced
 
@@ -81,11 +105,12 @@ class AlbertHeadModel(keras.Model):
 
     default_name = "albert_head_model"
 
-    def __init__(self, backbone, num_classes=None, dropout=0.1, labels=None, name=None,
-                 **kwargs):
+    def __init__(self, backbone, num_classes=None, dropout=0.1, labels=None, name=None, **kwargs):
         if not isinstance(backbone, AlbertModel):
-            raise TypeError(f"{type(self).__name__} needs an AlbertModel backbone, got "
-                            f"{type(backbone).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} needs an AlbertModel backbone, got "
+                f"{type(backbone).__name__}"
+            )
         labels = None if labels is None else [str(label) for label in labels]
         if num_classes is None:
             num_classes = len(labels) if labels else 2
@@ -104,9 +129,13 @@ class AlbertHeadModel(keras.Model):
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         # Logits (and the loss) stay in float32 under mixed precision.
         self.logits = keras.layers.Dense(
-            num_classes, dtype="float32", name="logits",
+            num_classes,
+            dtype="float32",
+            name="logits",
             kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.config.initializer_range))
+                stddev=backbone.config.initializer_range
+            ),
+        )
         self._auto_compile = None
         self._auto_steps_pending = False
         self.build()
@@ -127,25 +156,41 @@ class AlbertHeadModel(keras.Model):
         if isinstance(inputs, dict):
             # Keras' symbolic build under a tf.distribute strategy feeds a MEAN-reduced (float)
             # copy of the first batch; ids are integers, so cast such inputs back.
-            inputs = {k: inputs[k] if inputs[k].dtype.is_integer else tf.cast(inputs[k], tf.int32)
-                      for k in INPUT_KEYS if k in inputs}
+            inputs = {
+                k: inputs[k] if inputs[k].dtype.is_integer else tf.cast(inputs[k], tf.int32)
+                for k in INPUT_KEYS
+                if k in inputs
+            }
         features = self.head_input(self.backbone(inputs, training=training))
         return self.logits(self.dropout(features, training=training))
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod
-    def from_pretrained(cls, directory, num_classes=None, dropout=0.1, labels=None,
-                        hidden_dropout_prob=None, attention_probs_dropout_prob=None, dtype=None,
-                        **kwargs):
+    def from_pretrained(
+        cls,
+        directory,
+        num_classes=None,
+        dropout=0.1,
+        labels=None,
+        hidden_dropout_prob=None,
+        attention_probs_dropout_prob=None,
+        dtype=None,
+        **kwargs,
+    ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.io.save`).
 
         `hidden_dropout_prob` / `attention_probs_dropout_prob` override the backbone config's
         dropout (the paper's "ALBERT DR" column of Table 14).
         """
-        backbone = load_backbone(directory, hidden_dropout_prob, attention_probs_dropout_prob,
-                                 dtype)
-        logging.info("%s on %s (%s classes)", cls.__name__, directory,
-                     num_classes or (len(labels) if labels else 2))
+        backbone = load_backbone(
+            directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
+        )
+        logging.info(
+            "%s on %s (%s classes)",
+            cls.__name__,
+            directory,
+            num_classes or (len(labels) if labels else 2),
+        )
         return cls(backbone, num_classes=num_classes, dropout=dropout, labels=labels, **kwargs)
 
     # ------------------------------------------------------------------ training defaults
@@ -157,9 +202,20 @@ class AlbertHeadModel(keras.Model):
         """The metrics of compile(metrics="auto"); each subclass chooses."""
         raise NotImplementedError(f"{type(self).__name__} must define default_metrics()")
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", *, learning_rate=2e-5,
-                num_train_steps=None, warmup_steps=None, warmup_ratio=0.1,
-                weight_decay_rate=0.01, global_clipnorm=1.0, **kwargs):
+    def compile(
+        self,
+        optimizer="auto",
+        loss="auto",
+        metrics="auto",
+        *,
+        learning_rate=2e-5,
+        num_train_steps=None,
+        warmup_steps=None,
+        warmup_ratio=0.1,
+        weight_decay_rate=0.01,
+        global_clipnorm=1.0,
+        **kwargs,
+    ):
         """`keras.Model.compile` with fine-tuning defaults for "auto" arguments.
 
         optimizer="auto": `default_optimizer(learning_rate, num_train_steps, warmup_steps,
@@ -169,11 +225,23 @@ class AlbertHeadModel(keras.Model):
         """
         if optimizer == "auto":
             self._auto_compile = dict(
-                loss=loss, metrics=metrics, learning_rate=learning_rate,
-                warmup_steps=warmup_steps, warmup_ratio=warmup_ratio,
-                weight_decay_rate=weight_decay_rate, global_clipnorm=global_clipnorm, **kwargs)
-            optimizer = default_optimizer(learning_rate, num_train_steps, warmup_steps,
-                                          warmup_ratio, weight_decay_rate, global_clipnorm)
+                loss=loss,
+                metrics=metrics,
+                learning_rate=learning_rate,
+                warmup_steps=warmup_steps,
+                warmup_ratio=warmup_ratio,
+                weight_decay_rate=weight_decay_rate,
+                global_clipnorm=global_clipnorm,
+                **kwargs,
+            )
+            optimizer = default_optimizer(
+                learning_rate,
+                num_train_steps,
+                warmup_steps,
+                warmup_ratio,
+                weight_decay_rate,
+                global_clipnorm,
+            )
             self._auto_steps_pending = num_train_steps is None
         else:
             self._auto_compile = None
@@ -186,17 +254,23 @@ class AlbertHeadModel(keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, steps_per_epoch=None, **kwargs):
         if self._auto_compile is not None and self._auto_steps_pending:
-            steps = _infer_steps(x, y, batch_size, epochs, steps_per_epoch,
-                                 kwargs.get("initial_epoch", 0))
+            steps = _infer_steps(
+                x, y, batch_size, epochs, steps_per_epoch, kwargs.get("initial_epoch", 0)
+            )
             settings = dict(self._auto_compile)
-            logging.info("%s: %d training steps: linear warmup over %s steps, then linear "
-                         "decay", type(self).__name__, steps, settings["warmup_steps"] if
-                         settings["warmup_steps"] is not None else
-                         int(round(settings["warmup_ratio"] * steps)))
+            logging.info(
+                "%s: %d training steps: linear warmup over %s steps, then linear decay",
+                type(self).__name__,
+                steps,
+                settings["warmup_steps"]
+                if settings["warmup_steps"] is not None
+                else int(round(settings["warmup_ratio"] * steps)),
+            )
             self.compile(num_train_steps=steps, **settings)
         self.build_optimizer()
-        return super().fit(x, y, batch_size=batch_size, epochs=epochs,
-                           steps_per_epoch=steps_per_epoch, **kwargs)
+        return super().fit(
+            x, y, batch_size=batch_size, epochs=epochs, steps_per_epoch=steps_per_epoch, **kwargs
+        )
 
     def build_optimizer(self):
         """Creates the optimizer's variables now (in the strategy's scope).
@@ -219,10 +293,15 @@ class AlbertHeadModel(keras.Model):
             self.optimizer.build(self.trainable_variables)
 
     def get_config(self):
-        return {"backbone": keras.saving.serialize_keras_object(self.backbone),
-                "num_classes": self.num_classes, "dropout": self.dropout_rate,
-                "labels": self.labels, "name": self.name, "trainable": self.trainable,
-                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+        return {
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout_rate,
+            "labels": self.labels,
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
 
     @classmethod
     def from_config(cls, config):
@@ -241,12 +320,15 @@ def _infer_steps(x, y, batch_size, epochs, steps_per_epoch, initial_epoch):
                 raise ValueError(
                     "compile() was called without num_train_steps and the dataset's length "
                     "is unknown or infinite: pass steps_per_epoch to fit() or "
-                    "num_train_steps to compile()")
+                    "num_train_steps to compile()"
+                )
             steps_per_epoch = cardinality
         else:
             if y is None or batch_size is None:
-                raise ValueError("compile() was called without num_train_steps: pass "
-                                 "steps_per_epoch (or arrays and batch_size) to fit()")
+                raise ValueError(
+                    "compile() was called without num_train_steps: pass "
+                    "steps_per_epoch (or arrays and batch_size) to fit()"
+                )
             rows = len(keras.tree.flatten(y)[0])  # y may be a dict of arrays (SQuAD labels)
             steps_per_epoch = math.ceil(rows / batch_size)
     return max(1, int(steps_per_epoch) * (int(epochs) - int(initial_epoch)))

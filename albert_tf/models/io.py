@@ -37,6 +37,7 @@ refused rather than replaced.
 >>> io.load(path).backbone.config.hidden_size
 128
 """
+
 import os
 import shutil
 import tempfile
@@ -46,8 +47,12 @@ from absl import logging
 
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserError
-from albert_tf.files import (TEMPORARY_PREFIX, exchange_paths, remove_stale_temporaries,
-                             temporary_path)
+from albert_tf.files import (
+    TEMPORARY_PREFIX,
+    exchange_paths,
+    remove_stale_temporaries,
+    temporary_path,
+)
 from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.pretrainer import AlbertPretrainer
 
@@ -57,8 +62,9 @@ BACKBONE_WEIGHTS = "backbone.weights.h5"
 SPM_FILE = "spm.model"
 HEAD_MODEL_FILE = "model.keras"  # written by albert_tf.convert.checkpoint.save_head_model
 LAYOUT_FILES = (CONFIG_FILE, PRETRAINER_WEIGHTS, BACKBONE_WEIGHTS, SPM_FILE, HEAD_MODEL_FILE)
-_LAYOUT = (f"{CONFIG_FILE} plus {PRETRAINER_WEIGHTS} or {BACKBONE_WEIGHTS} "
-           f"(and optionally {SPM_FILE})")
+_LAYOUT = (
+    f"{CONFIG_FILE} plus {PRETRAINER_WEIGHTS} or {BACKBONE_WEIGHTS} (and optionally {SPM_FILE})"
+)
 
 
 class ModelDirectoryError(UserError, ValueError):
@@ -86,17 +92,24 @@ def save(model, directory, spm_model_file=None, extra_files=None):
     elif isinstance(model, AlbertModel):
         weights_name, config = BACKBONE_WEIGHTS, model.config
     else:
-        raise TypeError(f"save() needs an AlbertPretrainer or AlbertModel, got "
-                        f"{type(model).__name__}")
+        raise TypeError(
+            f"save() needs an AlbertPretrainer or AlbertModel, got {type(model).__name__}"
+        )
     if spm_model_file is not None:
         if not tf.io.gfile.exists(spm_model_file):
             raise FileNotFoundError(f"spm_model_file not found: {spm_model_file}")
         from albert_tf.text.vocab_check import check_vocabulary_matches
 
-        check_vocabulary_matches(spm_model_file, config, flag="spm_model_file",
-                                 model=f"the {type(model).__name__} saved to {directory}")
-    writers = {CONFIG_FILE: lambda path: config.to_json_file(path, dialect="original"),
-               weights_name: model.save_weights}
+        check_vocabulary_matches(
+            spm_model_file,
+            config,
+            flag="spm_model_file",
+            model=f"the {type(model).__name__} saved to {directory}",
+        )
+    writers = {
+        CONFIG_FILE: lambda path: config.to_json_file(path, dialect="original"),
+        weights_name: model.save_weights,
+    }
     if spm_model_file is not None:
         writers[SPM_FILE] = lambda path: tf.io.gfile.copy(spm_model_file, path, overwrite=True)
     writers.update(extra_files or {})
@@ -114,13 +127,16 @@ def _check_replaceable(directory):
         return
     if not tf.io.gfile.isdir(directory):
         raise ModelDirectoryError(f"{directory} is a file, not a model directory")
-    other = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(directory)
-                   if name.rstrip("/") not in LAYOUT_FILES
-                   and not name.startswith(TEMPORARY_PREFIX))
+    other = sorted(
+        name.rstrip("/")
+        for name in tf.io.gfile.listdir(directory)
+        if name.rstrip("/") not in LAYOUT_FILES and not name.startswith(TEMPORARY_PREFIX)
+    )
     if other:
         raise ModelDirectoryError(
             f"{directory} holds more than a saved model ({', '.join(other[:5])}); a model "
-            "directory is replaced whole: save to a new directory or remove those files")
+            "directory is replaced whole: save to a new directory or remove those files"
+        )
 
 
 def _write_and_swap(writers, directory):
@@ -188,15 +204,19 @@ def _inspect(directory):
         raise FileNotFoundError(f"Model directory not found: {directory} (expected {_LAYOUT})")
     present = set(tf.io.gfile.listdir(directory))
     if CONFIG_FILE not in present:
-        raise FileNotFoundError(f"{directory} has no {CONFIG_FILE}; found {sorted(present)}, "
-                                f"expected {_LAYOUT}")
+        raise FileNotFoundError(
+            f"{directory} has no {CONFIG_FILE}; found {sorted(present)}, expected {_LAYOUT}"
+        )
     weights = [n for n in (PRETRAINER_WEIGHTS, BACKBONE_WEIGHTS) if n in present]
     if not weights:
-        raise FileNotFoundError(f"{directory} has no weights file; found {sorted(present)}, "
-                                f"expected {_LAYOUT}")
+        raise FileNotFoundError(
+            f"{directory} has no weights file; found {sorted(present)}, expected {_LAYOUT}"
+        )
     if len(weights) == 2:
-        raise ValueError(f"{directory} holds both {PRETRAINER_WEIGHTS} and {BACKBONE_WEIGHTS}; "
-                         "remove the one you do not mean to load")
+        raise ValueError(
+            f"{directory} holds both {PRETRAINER_WEIGHTS} and {BACKBONE_WEIGHTS}; "
+            "remove the one you do not mean to load"
+        )
     return AlbertConfig.from_json_file(_join(directory, CONFIG_FILE)), weights[0]
 
 
@@ -220,12 +240,14 @@ def load(directory, dtype=None, output_encoder_outputs=False, unroll=False):
     warning says so). `dtype`, `output_encoder_outputs` and `unroll` are passed to AlbertModel.
     """
     config, weights = _inspect(directory)
-    backbone = AlbertModel(config, output_encoder_outputs=output_encoder_outputs, unroll=unroll,
-                           dtype=dtype)
+    backbone = AlbertModel(
+        config, output_encoder_outputs=output_encoder_outputs, unroll=unroll, dtype=dtype
+    )
     if weights == BACKBONE_WEIGHTS:
         _load_weights(backbone, directory, weights)
-        logging.warning("%s holds a backbone only: the MLM and SOP heads are freshly "
-                        "initialised", directory)
+        logging.warning(
+            "%s holds a backbone only: the MLM and SOP heads are freshly initialised", directory
+        )
         return AlbertPretrainer(backbone)
     model = AlbertPretrainer(backbone)
     _load_weights(model, directory, weights)
@@ -238,8 +260,9 @@ def load_backbone(directory, dtype=None, output_encoder_outputs=False, unroll=Fa
     config, weights = _inspect(directory)
     if weights == PRETRAINER_WEIGHTS:
         return load(directory, dtype, output_encoder_outputs, unroll).backbone
-    backbone = AlbertModel(config, output_encoder_outputs=output_encoder_outputs, unroll=unroll,
-                           dtype=dtype)
+    backbone = AlbertModel(
+        config, output_encoder_outputs=output_encoder_outputs, unroll=unroll, dtype=dtype
+    )
     _load_weights(backbone, directory, weights)
     return backbone
 

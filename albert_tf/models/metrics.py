@@ -6,6 +6,7 @@ Pearson and Spearman correlation (STS-B).
 >>> compute_metrics(["accuracy", "f1"], np.array([1, 0, 1, 1]), np.array([1, 0, 0, 1]))
 {'accuracy': 0.75, 'f1': 0.8}
 """
+
 import math
 
 import numpy as np
@@ -42,7 +43,8 @@ def matthews_corrcoef(predictions, labels):
     pred_counts = confusion.sum(axis=0)
     numerator = correct * n - np.dot(true_counts, pred_counts)
     denominator = math.sqrt(n * n - np.dot(pred_counts, pred_counts)) * math.sqrt(
-        n * n - np.dot(true_counts, true_counts))
+        n * n - np.dot(true_counts, true_counts)
+    )
     return 0.0 if denominator == 0.0 else float(numerator / denominator)
 
 
@@ -85,8 +87,10 @@ def _check_pair(predictions, labels, dtype=None):
     predictions = np.asarray(predictions, dtype=dtype).reshape(-1)
     labels = np.asarray(labels, dtype=dtype).reshape(-1)
     if predictions.shape != labels.shape:
-        raise ValueError(f"predictions ({predictions.shape[0]}) and labels ({labels.shape[0]}) "
-                         "must have the same length")
+        raise ValueError(
+            f"predictions ({predictions.shape[0]}) and labels ({labels.shape[0]}) "
+            "must have the same length"
+        )
     if predictions.size == 0:
         raise ValueError("cannot compute a metric on zero examples")
     return predictions, labels
@@ -101,6 +105,6 @@ def _average_ranks(values):
         end = start
         while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
             end += 1
-        ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
+        ranks[order[start : end + 1]] = (start + end) / 2.0 + 1.0
         start = end + 1
     return ranks

@@ -16,6 +16,7 @@ loss is the softmax cross-entropy over the choices (labels: int [B], the right c
 >>> model(inputs).shape
 TensorShape([2, 4])
 """
+
 import keras
 import tensorflow as tf
 from absl import logging
@@ -55,8 +56,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
         # The base class' `num_classes` is the dense layer's width: one score per choice.
         kwargs.pop("num_classes", None)
         kwargs.pop("labels", None)
-        super().__init__(backbone, num_classes=1, dropout=dropout, labels=None, name=name,
-                         **kwargs)
+        super().__init__(backbone, num_classes=1, dropout=dropout, labels=None, name=name, **kwargs)
         self.num_choices = num_choices
 
     def head_input(self, backbone_outputs):
@@ -64,8 +64,9 @@ class AlbertMultipleChoice(AlbertHeadModel):
 
     def call(self, inputs, training=False):
         if not isinstance(inputs, dict):
-            raise TypeError(f"{type(self).__name__} takes a dict of {INPUT_KEYS}, got "
-                            f"{type(inputs).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} takes a dict of {INPUT_KEYS}, got {type(inputs).__name__}"
+            )
         flat = {}
         for key in INPUT_KEYS:
             if key not in inputs:
@@ -76,22 +77,30 @@ class AlbertMultipleChoice(AlbertHeadModel):
             if ids.shape.rank != 3:
                 raise ValueError(f"{key} must be [batch, num_choices, seq], got {ids.shape}")
             if ids.shape[1] is not None and ids.shape[1] != self.num_choices:
-                raise ValueError(f"{key} has {ids.shape[1]} choices, the model "
-                                 f"{self.num_choices}")
+                raise ValueError(f"{key} has {ids.shape[1]} choices, the model {self.num_choices}")
             flat[key] = tf.reshape(ids, [-1, tf.shape(ids)[2]])
         pooled = self.head_input(self.backbone(flat, training=training))
         scores = self.logits(self.dropout(pooled, training=training))
         return tf.reshape(scores, [-1, self.num_choices])
 
     @classmethod
-    def from_pretrained(cls, directory, num_choices=4, dropout=0.1, hidden_dropout_prob=None,
-                        attention_probs_dropout_prob=None, dtype=None, **kwargs):
+    def from_pretrained(
+        cls,
+        directory,
+        num_choices=4,
+        dropout=0.1,
+        hidden_dropout_prob=None,
+        attention_probs_dropout_prob=None,
+        dtype=None,
+        **kwargs,
+    ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.io.save`), with
         optional backbone dropout overrides (Table 14's "ALBERT DR": 0.1 for RACE)."""
         kwargs.pop("num_classes", None)
         kwargs.pop("labels", None)
-        backbone = load_backbone(directory, hidden_dropout_prob, attention_probs_dropout_prob,
-                                 dtype)
+        backbone = load_backbone(
+            directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
+        )
         logging.info("%s on %s (%d choices)", cls.__name__, directory, num_choices)
         return cls(backbone, num_choices=num_choices, dropout=dropout, **kwargs)
 

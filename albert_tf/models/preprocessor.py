@@ -14,6 +14,7 @@ Padding: `dynamic_padding=False` pads every batch to `seq_length` (static shapes
 >>> sorted(inputs)
 ['input_mask', 'input_type_ids', 'input_word_ids']
 """
+
 import base64
 
 import keras
@@ -47,16 +48,25 @@ class AlbertPreprocessor(keras.layers.Layer):
         TensorShape([1, 32])
     """
 
-    def __init__(self, spm_model, lower_case=True, seq_length=128, truncation="round_robin",
-                 dynamic_padding=False, bucket=8, **kwargs):
+    def __init__(
+        self,
+        spm_model,
+        lower_case=True,
+        seq_length=128,
+        truncation="round_robin",
+        dynamic_padding=False,
+        bucket=8,
+        **kwargs,
+    ):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         # String inputs: no float autocasting or tensor conversion of the (dict) argument.
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         if not isinstance(seq_length, int) or seq_length < 3:
-            raise ValueError(f"seq_length must be an integer >= 3 ([CLS] a [SEP] b [SEP]), "
-                             f"got {seq_length!r}")
+            raise ValueError(
+                f"seq_length must be an integer >= 3 ([CLS] a [SEP] b [SEP]), got {seq_length!r}"
+            )
         if truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
         if not isinstance(bucket, int) or bucket < 1:
@@ -71,15 +81,25 @@ class AlbertPreprocessor(keras.layers.Layer):
         self.dynamic_padding = bool(dynamic_padding)
         self.bucket = bucket
         self.vocab_size = python_tokenizer.vocab_size
-        self.special_ids = {"cls_id": python_tokenizer.cls_id, "sep_id": python_tokenizer.sep_id,
-                            "pad_id": python_tokenizer.pad_id, "mask_id": python_tokenizer.mask_id}
-        self.tokenizer = TextTokenizer(self.model_proto, lower_case=self.lower_case,
-                                       name="tokenizer")
+        self.special_ids = {
+            "cls_id": python_tokenizer.cls_id,
+            "sep_id": python_tokenizer.sep_id,
+            "pad_id": python_tokenizer.pad_id,
+            "mask_id": python_tokenizer.mask_id,
+        }
+        self.tokenizer = TextTokenizer(
+            self.model_proto, lower_case=self.lower_case, name="tokenizer"
+        )
         self.packer = SegmentPacker(
-            seq_length, cls_id=python_tokenizer.cls_id, sep_id=python_tokenizer.sep_id,
-            pad_id=python_tokenizer.pad_id, truncation=truncation,
+            seq_length,
+            cls_id=python_tokenizer.cls_id,
+            sep_id=python_tokenizer.sep_id,
+            pad_id=python_tokenizer.pad_id,
+            truncation=truncation,
             pad_to="longest" if self.dynamic_padding else "fixed",
-            bucket=bucket if self.dynamic_padding else None, name="packer")
+            bucket=bucket if self.dynamic_padding else None,
+            name="packer",
+        )
         self.built = True  # no weights: usable (and exportable) before the first call
         # tensorflow-text creates the SentencePiece resource on first use; if that first use is
         # inside a tf.data or tf.function graph, the handle dies with that graph ("Resource
@@ -92,24 +112,28 @@ class AlbertPreprocessor(keras.layers.Layer):
         if isinstance(inputs, dict):
             unknown = sorted(set(inputs) - {"text", "text_pair"})
             if "text" not in inputs or unknown:
-                raise KeyError(f"AlbertPreprocessor: expected keys 'text' and optionally "
-                               f"'text_pair', got {sorted(inputs)}")
+                raise KeyError(
+                    f"AlbertPreprocessor: expected keys 'text' and optionally "
+                    f"'text_pair', got {sorted(inputs)}"
+                )
             segments = [inputs["text"]] + ([inputs["text_pair"]] if "text_pair" in inputs else [])
         elif isinstance(inputs, (list, tuple)):
             segments = list(inputs)
         else:
             segments = [inputs]
         if not 1 <= len(segments) <= 2:
-            raise ValueError(f"AlbertPreprocessor takes one or two text segments, got "
-                             f"{len(segments)}")
+            raise ValueError(
+                f"AlbertPreprocessor takes one or two text segments, got {len(segments)}"
+            )
         tensors = []
         for segment in segments:
             segment = tf.convert_to_tensor(segment)
             if segment.dtype != tf.string:
                 raise TypeError(f"AlbertPreprocessor: texts must be tf.string, got {segment.dtype}")
             if segment.shape.rank is not None and segment.shape.rank != 1:
-                raise ValueError(f"AlbertPreprocessor: texts must have shape [batch], got "
-                                 f"{segment.shape}")
+                raise ValueError(
+                    f"AlbertPreprocessor: texts must have shape [batch], got {segment.shape}"
+                )
             tensors.append(segment)
         return tensors
 
@@ -134,15 +158,21 @@ class AlbertPreprocessor(keras.layers.Layer):
         length = None if self.dynamic_padding else self.seq_length
         # One KerasTensor per output: a shared one would make every output of a functional
         # model built on this layer the same tensor.
-        return {key: keras.KerasTensor((first.shape[0], length), dtype="int32")
-                for key in ("input_word_ids", "input_mask", "input_type_ids")}
+        return {
+            key: keras.KerasTensor((first.shape[0], length), dtype="int32")
+            for key in ("input_word_ids", "input_mask", "input_type_ids")
+        }
 
     def get_config(self):
         config = super().get_config()
-        config.update(spm_model=base64.b64encode(self.model_proto).decode("ascii"),
-                      lower_case=self.lower_case, seq_length=self.seq_length,
-                      truncation=self.truncation, dynamic_padding=self.dynamic_padding,
-                      bucket=self.bucket)
+        config.update(
+            spm_model=base64.b64encode(self.model_proto).decode("ascii"),
+            lower_case=self.lower_case,
+            seq_length=self.seq_length,
+            truncation=self.truncation,
+            dynamic_padding=self.dynamic_padding,
+            bucket=self.bucket,
+        )
         return config
 
     @classmethod

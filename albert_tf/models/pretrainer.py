@@ -1,4 +1,5 @@
 """`AlbertPretrainer`: an AlbertModel plus the masked-LM and sentence-order heads."""
+
 import keras
 
 from albert_tf.layers.heads import MaskedLMHead, SentenceOrderHead
@@ -35,19 +36,27 @@ class AlbertPretrainer(keras.Model):
 
     def __init__(self, backbone, name="pretrainer", **kwargs):
         if not isinstance(backbone, AlbertModel):
-            raise TypeError(f"AlbertPretrainer needs an AlbertModel backbone, got "
-                            f"{type(backbone).__name__}")
+            raise TypeError(
+                f"AlbertPretrainer needs an AlbertModel backbone, got {type(backbone).__name__}"
+            )
         kwargs.setdefault("dtype", backbone.dtype_policy)
         super().__init__(name=name, **kwargs)
         self.backbone = backbone
         config = backbone.config
         self.masked_lm = MaskedLMHead(
-            config.vocab_size, config.embedding_size, activation=config.hidden_act,
-            layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-            dtype=self.dtype_policy, name="masked_lm")
+            config.vocab_size,
+            config.embedding_size,
+            activation=config.hidden_act,
+            layer_norm_eps=config.layer_norm_eps,
+            initializer_range=config.initializer_range,
+            dtype=self.dtype_policy,
+            name="masked_lm",
+        )
         self.sentence_order = SentenceOrderHead(
-            initializer_range=config.initializer_range, dtype=self.dtype_policy,
-            name="sentence_order")
+            initializer_range=config.initializer_range,
+            dtype=self.dtype_policy,
+            name="sentence_order",
+        )
         self.build()
 
     @property
@@ -65,19 +74,28 @@ class AlbertPretrainer(keras.Model):
     def call(self, inputs, training=False):
         if not isinstance(inputs, dict) or "masked_lm_positions" not in inputs:
             got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
-            raise KeyError(f"{self.name}: missing input key 'masked_lm_positions'; got {got}, "
-                           f"expected {list(INPUT_KEYS) + ['masked_lm_positions']}")
-        outputs = self.backbone({k: inputs[k] for k in INPUT_KEYS if k in inputs},
-                                training=training)
+            raise KeyError(
+                f"{self.name}: missing input key 'masked_lm_positions'; got {got}, "
+                f"expected {list(INPUT_KEYS) + ['masked_lm_positions']}"
+            )
+        outputs = self.backbone(
+            {k: inputs[k] for k in INPUT_KEYS if k in inputs}, training=training
+        )
         return {
-            "mlm_logits": self.masked_lm(outputs["sequence_output"], inputs["masked_lm_positions"],
-                                         self.backbone.get_embedding_table()),
+            "mlm_logits": self.masked_lm(
+                outputs["sequence_output"],
+                inputs["masked_lm_positions"],
+                self.backbone.get_embedding_table(),
+            ),
             "sop_logits": self.sentence_order(outputs["pooled_output"]),
         }
 
     def get_config(self):
-        return {"backbone": keras.saving.serialize_keras_object(self.backbone),
-                "name": self.name, "trainable": self.trainable}
+        return {
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
 
     @classmethod
     def from_config(cls, config):

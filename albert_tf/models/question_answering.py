@@ -17,6 +17,7 @@ for v2, "is_impossible" (0/1 [B]). They are matched to the outputs "start_logits
 >>> {k: tuple(v.shape) for k, v in model(inputs).items()}
 {'start_logits': (1, 6), 'end_logits': (1, 6)}
 """
+
 import warnings
 
 import keras
@@ -28,8 +29,11 @@ from albert_tf.models.backbone import INPUT_KEYS
 from albert_tf.models.head_model import AlbertHeadModel, load_backbone
 
 # Label key -> the output the loss and metrics compare it with.
-LABEL_OUTPUTS = {"start_positions": "start_logits", "end_positions": "end_logits",
-                 "is_impossible": "cls_logits"}
+LABEL_OUTPUTS = {
+    "start_positions": "start_logits",
+    "end_positions": "end_logits",
+    "is_impossible": "cls_logits",
+}
 # The original's masking: logits * (1 - p_mask) - MASK * p_mask.
 MASK = 1e30
 
@@ -58,10 +62,13 @@ class _SquadModel(AlbertHeadModel):
 
     def __init__(self, backbone, dropout, name=None, num_classes=None, labels=None, **kwargs):
         if num_classes not in (None, self.num_classes_fixed) or labels is not None:
-            raise ValueError(f"{type(self).__name__} has a fixed head: pass neither num_classes "
-                             f"nor labels (got {num_classes!r}, {labels!r})")
-        super().__init__(backbone, num_classes=self.num_classes_fixed, dropout=dropout,
-                         name=name, **kwargs)
+            raise ValueError(
+                f"{type(self).__name__} has a fixed head: pass neither num_classes "
+                f"nor labels (got {num_classes!r}, {labels!r})"
+            )
+        super().__init__(
+            backbone, num_classes=self.num_classes_fixed, dropout=dropout, name=name, **kwargs
+        )
 
     def build(self, input_shape=None):
         if self.built:
@@ -78,18 +85,26 @@ class _SquadModel(AlbertHeadModel):
 
     def sequence_output(self, inputs, training):
         if not isinstance(inputs, dict):
-            raise TypeError(f"{type(self).__name__} takes a dict of inputs, got "
-                            f"{type(inputs).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} takes a dict of inputs, got {type(inputs).__name__}"
+            )
         ids = {k: _int(inputs[k]) for k in INPUT_KEYS if k in inputs}
         return self.head_input(self.backbone(ids, training=training))
 
     @classmethod
-    def from_pretrained(cls, directory, hidden_dropout_prob=None,
-                        attention_probs_dropout_prob=None, dtype=None, **kwargs):
+    def from_pretrained(
+        cls,
+        directory,
+        hidden_dropout_prob=None,
+        attention_probs_dropout_prob=None,
+        dtype=None,
+        **kwargs,
+    ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.io.save`);
         `kwargs` go to the constructor."""
-        backbone = load_backbone(directory, hidden_dropout_prob, attention_probs_dropout_prob,
-                                 dtype)
+        backbone = load_backbone(
+            directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
+        )
         logging.info("%s on %s", cls.__name__, directory)
         return cls(backbone, **kwargs)
 
@@ -162,12 +177,16 @@ class AlbertQuestionAnswerer(_SquadModel):
         return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
 
     def default_loss(self):
-        return {key: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-                for key in ("start_logits", "end_logits")}
+        return {
+            key: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            for key in ("start_logits", "end_logits")
+        }
 
     def default_metrics(self):
-        return {"start_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                "end_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        return {
+            "start_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            "end_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        }
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -249,16 +268,22 @@ class AlbertSquadV2Model(_SquadModel):
 
         def dense(units, name, dtype=self.dtype_policy, **options):
             layer = keras.layers.Dense(
-                units, dtype=dtype, name=name, **options,
+                units,
+                dtype=dtype,
+                name=name,
+                **options,
                 kernel_initializer=keras.initializers.TruncatedNormal(
-                    stddev=config.initializer_range))
+                    stddev=config.initializer_range
+                ),
+            )
             layer.build((None, 2 * hidden if name.endswith("_0") else hidden))
             return layer
 
         # end_dense_0 is applied as two halves of its [2H, H] kernel (see `end_logits`).
         self.end_dense_0 = dense(hidden, "end_dense_0")
         self.end_layer_norm = keras.layers.LayerNormalization(
-            epsilon=config.layer_norm_eps, dtype="float32", name="end_layer_norm")
+            epsilon=config.layer_norm_eps, dtype="float32", name="end_layer_norm"
+        )
         self.end_layer_norm.build((None, hidden))
         self.end_dense_1 = dense(1, "end_dense_1", dtype="float32")
         self.answer_dense_0 = dense(hidden, "answer_dense_0", activation="tanh")
@@ -277,8 +302,11 @@ class AlbertSquadV2Model(_SquadModel):
         kernel = ops.cast(self.end_dense_0.kernel, dtype)
         from_positions = ops.matmul(sequence, kernel[:hidden])  # [B, S, H]
         from_starts = ops.matmul(ops.cast(start_states, dtype), kernel[hidden:])  # [B, K, H]
-        states = ops.tanh(from_positions[:, None] + from_starts[:, :, None]
-                          + ops.cast(self.end_dense_0.bias, dtype))
+        states = ops.tanh(
+            from_positions[:, None]
+            + from_starts[:, :, None]
+            + ops.cast(self.end_dense_0.bias, dtype)
+        )
         return ops.squeeze(self.end_dense_1(self.end_layer_norm(states)), -1)
 
     def answer_logits(self, sequence, start_logits, training=False):
@@ -293,31 +321,40 @@ class AlbertSquadV2Model(_SquadModel):
     def call(self, inputs, training=False):
         sequence = self.sequence_output(inputs, training)
         if "p_mask" not in inputs:
-            raise ValueError(f"{type(self).__name__} needs 'p_mask' in its inputs (int [B, S], "
-                             f"1 where a position cannot be an answer)")
+            raise ValueError(
+                f"{type(self).__name__} needs 'p_mask' in its inputs (int [B, S], "
+                f"1 where a position cannot be an answer)"
+            )
         p_mask = _int(inputs["p_mask"])
         start_logits = _masked(ops.squeeze(self.logits(sequence), -1), p_mask)
         outputs = {"cls_logits": self.answer_logits(sequence, start_logits, training)}
         if "start_positions" in inputs:
             # One-hot as the original: an out-of-range start gives a zero state.
-            starts = tf.one_hot(tf.reshape(_int(inputs["start_positions"]), [-1]),
-                                tf.shape(sequence)[1], dtype=sequence.dtype)
+            starts = tf.one_hot(
+                tf.reshape(_int(inputs["start_positions"]), [-1]),
+                tf.shape(sequence)[1],
+                dtype=sequence.dtype,
+            )
             start_states = ops.einsum("bs,bsh->bh", starts, sequence)[:, None]
             end_logits = self.end_logits(sequence, start_states)[:, 0]
             outputs.update(start_logits=start_logits, end_logits=_masked(end_logits, p_mask))
             return outputs
         if training:
-            raise ValueError(f"{type(self).__name__} trains on the gold start: pass "
-                             f"'start_positions' in the inputs (fit and evaluate take them "
-                             f"from the labels)")
+            raise ValueError(
+                f"{type(self).__name__} trains on the gold start: pass "
+                f"'start_positions' in the inputs (fit and evaluate take them "
+                f"from the labels)"
+            )
         return {**outputs, **self.beam(sequence, start_logits, p_mask)}
 
     def beam(self, sequence, start_logits, p_mask):
         """The original's inference: top start_n_top starts x top end_n_top ends each."""
         length = sequence.shape[1]
         if length is not None and length < max(self.start_n_top, self.end_n_top):
-            raise ValueError(f"sequence length {length} is shorter than start_n_top="
-                             f"{self.start_n_top} / end_n_top={self.end_n_top}")
+            raise ValueError(
+                f"sequence length {length} is shorter than start_n_top="
+                f"{self.start_n_top} / end_n_top={self.end_n_top}"
+            )
         start_log_probs = tf.nn.log_softmax(start_logits, axis=-1)
         start_top_log_probs, start_top_index = tf.math.top_k(start_log_probs, self.start_n_top)
         start_states = tf.gather(sequence, start_top_index, batch_dims=1)  # [B, K1, H]
@@ -325,16 +362,22 @@ class AlbertSquadV2Model(_SquadModel):
         end_log_probs = tf.nn.log_softmax(end_logits, axis=-1)  # [B, K1, S]
         end_top_log_probs, end_top_index = tf.math.top_k(end_log_probs, self.end_n_top)
         beam = self.start_n_top * self.end_n_top
-        return {"start_top_log_probs": start_top_log_probs,
-                "start_top_index": start_top_index,
-                "end_top_log_probs": tf.reshape(end_top_log_probs, [-1, beam]),
-                "end_top_index": tf.reshape(end_top_index, [-1, beam])}
+        return {
+            "start_top_log_probs": start_top_log_probs,
+            "start_top_index": start_top_index,
+            "end_top_log_probs": tf.reshape(end_top_log_probs, [-1, beam]),
+            "end_top_index": tf.reshape(end_top_index, [-1, beam]),
+        }
 
     # ------------------------------------------------------------------ training
     def _with_start_positions(self, data):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        if isinstance(x, dict) and isinstance(y, dict) and "start_positions" in y and (
-                "start_positions" not in x):
+        if (
+            isinstance(x, dict)
+            and isinstance(y, dict)
+            and "start_positions" in y
+            and ("start_positions" not in x)
+        ):
             x = {**x, "start_positions": y["start_positions"]}
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
@@ -353,15 +396,22 @@ class AlbertSquadV2Model(_SquadModel):
         return super()._align(x, y, y_pred, training)
 
     def default_loss(self):
-        return {"start_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                "end_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                "cls_logits": keras.losses.BinaryCrossentropy(from_logits=True)}
+        return {
+            "start_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "end_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "cls_logits": keras.losses.BinaryCrossentropy(from_logits=True),
+        }
 
     def default_metrics(self):
-        return {"start_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                "end_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                "cls_logits": [keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")]}
+        return {
+            "start_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            "end_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            "cls_logits": [keras.metrics.BinaryAccuracy(threshold=0.0, name="accuracy")],
+        }
 
     def get_config(self):
-        return {**super().get_config(), "start_n_top": self.start_n_top,
-                "end_n_top": self.end_n_top}
+        return {
+            **super().get_config(),
+            "start_n_top": self.start_n_top,
+            "end_n_top": self.end_n_top,
+        }

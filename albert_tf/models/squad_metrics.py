@@ -18,6 +18,7 @@ above `na_prob_thresh` counts as "no answer", and the best threshold is searched
 >>> scores["exact"], scores["HasAns_total"], scores["NoAns_exact"]
 (100.0, 1, 100.0)
 """
+
 import collections
 import re
 import string
@@ -44,8 +45,9 @@ def exact_match(prediction, gold_answers):
     >>> exact_match("the Paris", ["Paris.", "Lyon"])
     1
     """
-    return max((int(normalize_answer(prediction) == normalize_answer(g)) for g in gold_answers),
-               default=0)
+    return max(
+        (int(normalize_answer(prediction) == normalize_answer(g)) for g in gold_answers), default=0
+    )
 
 
 def f1(prediction, gold_answers, empty_matches_empty=False):
@@ -94,8 +96,12 @@ def squad_v1_scores(examples_or_gold, predictions):
         raise ValueError("no gold questions to score")
     missing = [qid for qid in gold if qid not in predictions]
     if missing:
-        logging.warning("SQuAD v1.1 scores: %d of %d questions have no prediction and score 0 "
-                        "(e.g. %s)", len(missing), len(gold), ", ".join(missing[:5]))
+        logging.warning(
+            "SQuAD v1.1 scores: %d of %d questions have no prediction and score 0 (e.g. %s)",
+            len(missing),
+            len(gold),
+            ", ".join(missing[:5]),
+        )
     em = sum(exact_match(predictions[q], g) for q, g in gold.items() if q in predictions)
     f = sum(f1(predictions[q], g) for q, g in gold.items() if q in predictions)
     return {"exact_match": 100.0 * em / len(gold), "f1": 100.0 * f / len(gold)}
@@ -131,23 +137,30 @@ def squad_v2_scores(gold, predictions, na_probs=None, na_prob_thresh=1.0):
         exact_raw[qid] = exact_match(predictions[qid], texts)
         f1_raw[qid] = f1(predictions[qid], texts, empty_matches_empty=True)
     if missing:
-        logging.warning("SQuAD v2.0 scores: %d of %d questions have no prediction and are not "
-                        "scored (e.g. %s)", len(missing), len(gold), ", ".join(missing[:5]))
+        logging.warning(
+            "SQuAD v2.0 scores: %d of %d questions have no prediction and are not scored (e.g. %s)",
+            len(missing),
+            len(gold),
+            ", ".join(missing[:5]),
+        )
     if not exact_raw:
         raise ValueError("no predictions for any gold question")
     probs = {qid: 0.0 for qid in exact_raw} if na_probs is None else na_probs
     without = [qid for qid in exact_raw if qid not in probs]
     if without:
-        raise ValueError(f"na_probs has no score for {len(without)} predicted questions "
-                         f"(e.g. {', '.join(without[:5])})")
+        raise ValueError(
+            f"na_probs has no score for {len(without)} predicted questions "
+            f"(e.g. {', '.join(without[:5])})"
+        )
     exact_final = _apply_no_answer_threshold(exact_raw, probs, has_answer, na_prob_thresh)
     f1_final = _apply_no_answer_threshold(f1_raw, probs, has_answer, na_prob_thresh)
     scores = _totals(exact_final, f1_final, list(exact_raw))
     for prefix, wanted in (("HasAns", True), ("NoAns", False)):
         ids = [qid for qid in exact_raw if has_answer[qid] == wanted]
         if ids:
-            scores.update({f"{prefix}_{k}": v
-                           for k, v in _totals(exact_final, f1_final, ids).items()})
+            scores.update(
+                {f"{prefix}_{k}": v for k, v in _totals(exact_final, f1_final, ids).items()}
+            )
     if na_probs is not None:
         for name, raw in (("exact", exact_raw), ("f1", f1_raw)):
             best, threshold = _best_threshold(predictions, raw, na_probs, has_answer)
@@ -156,13 +169,18 @@ def squad_v2_scores(gold, predictions, na_probs=None, na_prob_thresh=1.0):
 
 
 def _apply_no_answer_threshold(raw, na_probs, has_answer, threshold):
-    return {qid: float(not has_answer[qid]) if na_probs[qid] > threshold else score
-            for qid, score in raw.items()}
+    return {
+        qid: float(not has_answer[qid]) if na_probs[qid] > threshold else score
+        for qid, score in raw.items()
+    }
 
 
 def _totals(exact_scores, f1_scores, ids):
-    return {"exact": 100.0 * sum(exact_scores[q] for q in ids) / len(ids),
-            "f1": 100.0 * sum(f1_scores[q] for q in ids) / len(ids), "total": len(ids)}
+    return {
+        "exact": 100.0 * sum(exact_scores[q] for q in ids) / len(ids),
+        "f1": 100.0 * sum(f1_scores[q] for q in ids) / len(ids),
+        "total": len(ids),
+    }
 
 
 def _best_threshold(predictions, raw, na_probs, has_answer):

@@ -20,6 +20,7 @@ TensorShape([1, 4, 3])
 >>> round(float(loss(np.array([[0, -1]]), logits)), 4)  # only position 0 counts: -log(0.5)
 0.6931
 """
+
 import warnings
 
 import keras
@@ -44,8 +45,9 @@ class TokenAccuracy(keras.metrics.Mean):
         y_true = ops.cast(y_true, "int32")
         if len(y_true.shape) == len(y_pred.shape):
             y_true = ops.squeeze(y_true, axis=-1)
-        correct = ops.cast(ops.equal(y_true, ops.cast(ops.argmax(y_pred, axis=-1), "int32")),
-                           self.dtype)
+        correct = ops.cast(
+            ops.equal(y_true, ops.cast(ops.argmax(y_pred, axis=-1), "int32")), self.dtype
+        )
         weight = ops.cast(ops.greater_equal(y_true, 0), self.dtype)
         if sample_weight is not None:
             weight = weight * ops.cast(sample_weight, self.dtype)
@@ -84,7 +86,8 @@ class AlbertTokenClassifier(AlbertHeadModel):
     def default_loss(self):
         # ignore_class masks the positions; mean_with_sample_weight divides by their count.
         return keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, ignore_class=IGNORE, reduction="mean_with_sample_weight")
+            from_logits=True, ignore_class=IGNORE, reduction="mean_with_sample_weight"
+        )
 
     def default_metrics(self):
         return [TokenAccuracy(name="accuracy")]

@@ -4,10 +4,17 @@
 >>> schedule = WarmupPolynomialDecay(0.00176, decay_steps=125000, warmup_steps=3125)
 >>> optimizer = create_optimizer("lamb", schedule)
 """
+
 from albert_tf.optim.optimizers import DEFAULT_EXCLUSIONS, AdamWeightDecay, Lamb, create_optimizer
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 
-__all__ = ["AdamWeightDecay", "DEFAULT_EXCLUSIONS", "Lamb", "WarmupPolynomialDecay", "create_optimizer"]
+__all__ = [
+    "AdamWeightDecay",
+    "DEFAULT_EXCLUSIONS",
+    "Lamb",
+    "WarmupPolynomialDecay",
+    "create_optimizer",
+]
 from albert_tf._lazy import lazy_attributes  # noqa: E402
 
 __getattr__, __dir__ = lazy_attributes(__name__)

@@ -32,6 +32,7 @@ use `weight_decay_rate`.
 >>> np.round(w.numpy()[0, 0], 4)
 np.float32(0.9)
 """
+
 import re
 
 import keras
@@ -74,12 +75,22 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         1e-06
     """
 
-    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
-                 epsilon=1e-6, exclude_from_weight_decay=DEFAULT_EXCLUSIONS, name=None, **kwargs):
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUSIONS,
+        name=None,
+        **kwargs,
+    ):
         if kwargs.get("weight_decay") is not None:
             raise ValueError(
                 f"{type(self).__name__}: use weight_decay_rate (applied inside the update, as the "
-                "original), not the Keras base weight_decay argument")
+                "original), not the Keras base weight_decay argument"
+            )
         kwargs.pop("weight_decay", None)
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.weight_decay_rate = float(weight_decay_rate)
@@ -87,8 +98,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self.beta_2 = float(beta_2)
         self.epsilon = float(epsilon)
         self.exclude_from_weight_decay_patterns = tuple(exclude_from_weight_decay or ())
-        self._decay_regex = _compile(self.exclude_from_weight_decay_patterns,
-                                     "exclude_from_weight_decay")
+        self._decay_regex = _compile(
+            self.exclude_from_weight_decay_patterns, "exclude_from_weight_decay"
+        )
 
     def build(self, var_list):
         if self.built:
@@ -97,7 +109,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         # Slot names as the original's "<name>/adam_m" and "<name>/adam_v".
         self._adam_m, self._adam_v = self.add_optimizer_variables(var_list, ["adam_m", "adam_v"])
         # update_step receives the raw tf.Variable (no `.path`), so decisions are made here.
-        self._decayed = {self._var_key(v) for v in var_list if self._matches_none(self._decay_regex, v)}
+        self._decayed = {
+            self._var_key(v) for v in var_list if self._matches_none(self._decay_regex, v)
+        }
 
     @staticmethod
     def _matches_none(regex, variable):
@@ -131,9 +145,13 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def get_config(self):
         config = super().get_config()
         config.pop("weight_decay", None)
-        config.update(weight_decay_rate=self.weight_decay_rate, beta_1=self.beta_1,
-                      beta_2=self.beta_2, epsilon=self.epsilon,
-                      exclude_from_weight_decay=list(self.exclude_from_weight_decay_patterns))
+        config.update(
+            weight_decay_rate=self.weight_decay_rate,
+            beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            epsilon=self.epsilon,
+            exclude_from_weight_decay=list(self.exclude_from_weight_decay_patterns),
+        )
         return config
 
 
@@ -154,17 +172,38 @@ class Lamb(AdamWeightDecay):
         0.01
     """
 
-    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
-                 epsilon=1e-6, exclude_from_weight_decay=DEFAULT_EXCLUSIONS,
-                 exclude_from_layer_adaptation=None, stacked_axes=None, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
-                         beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
-                         exclude_from_weight_decay=exclude_from_weight_decay, name=name, **kwargs)
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_EXCLUSIONS,
+        exclude_from_layer_adaptation=None,
+        stacked_axes=None,
+        name=None,
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay_rate=weight_decay_rate,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
+            exclude_from_weight_decay=exclude_from_weight_decay,
+            name=name,
+            **kwargs,
+        )
         self.exclude_from_layer_adaptation_patterns = (
-            None if exclude_from_layer_adaptation is None else tuple(exclude_from_layer_adaptation))
+            None if exclude_from_layer_adaptation is None else tuple(exclude_from_layer_adaptation)
+        )
         self._adaptation_regex = _compile(
-            self.exclude_from_weight_decay_patterns if exclude_from_layer_adaptation is None
-            else exclude_from_layer_adaptation, "exclude_from_layer_adaptation")
+            self.exclude_from_weight_decay_patterns
+            if exclude_from_layer_adaptation is None
+            else exclude_from_layer_adaptation,
+            "exclude_from_layer_adaptation",
+        )
         self.stacked_axes = dict(stacked_axes or {})
         for pattern, axes in self.stacked_axes.items():
             _compile([pattern], "stacked_axes")
@@ -175,8 +214,9 @@ class Lamb(AdamWeightDecay):
         if self.built:
             return
         super().build(var_list)
-        self._adapted = {self._var_key(v) for v in var_list
-                         if self._matches_none(self._adaptation_regex, v)}
+        self._adapted = {
+            self._var_key(v) for v in var_list if self._matches_none(self._adaptation_regex, v)
+        }
         self._leading_axes = {}
         for v in var_list:
             path = _variable_path(v)
@@ -195,32 +235,52 @@ class Lamb(AdamWeightDecay):
         if self.uses_layer_adaptation(variable):
             leading = self._leading_axes.get(self._var_key(variable), 0)
             axes = list(range(leading, len(variable.shape)))
-            w_norm = tf.sqrt(tf.reduce_sum(tf.square(tf.convert_to_tensor(variable)), axis=axes,
-                                           keepdims=True))
+            w_norm = tf.sqrt(
+                tf.reduce_sum(tf.square(tf.convert_to_tensor(variable)), axis=axes, keepdims=True)
+            )
             u_norm = tf.sqrt(tf.reduce_sum(tf.square(update), axis=axes, keepdims=True))
-            ratio = tf.where(w_norm > 0.0,
-                             tf.where(u_norm > 0.0, w_norm / tf.maximum(u_norm, 1e-37), 1.0), 1.0)
+            ratio = tf.where(
+                w_norm > 0.0, tf.where(u_norm > 0.0, w_norm / tf.maximum(u_norm, 1e-37), 1.0), 1.0
+            )
             update = ratio * update
         self.assign_sub(variable, lr * update)
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            exclude_from_layer_adaptation=(None if self.exclude_from_layer_adaptation_patterns is None
-                                           else list(self.exclude_from_layer_adaptation_patterns)),
-            stacked_axes=dict(self.stacked_axes))
+            exclude_from_layer_adaptation=(
+                None
+                if self.exclude_from_layer_adaptation_patterns is None
+                else list(self.exclude_from_layer_adaptation_patterns)
+            ),
+            stacked_axes=dict(self.stacked_axes),
+        )
         return config
 
 
-def create_optimizer(name, learning_rate, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
-                     epsilon=1e-6, exclude_from_weight_decay=DEFAULT_EXCLUSIONS, stacked_axes=None):
+def create_optimizer(
+    name,
+    learning_rate,
+    weight_decay_rate=0.01,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-6,
+    exclude_from_weight_decay=DEFAULT_EXCLUSIONS,
+    stacked_axes=None,
+):
     """The original's `create_optimizer` choice: "lamb" or "adamw", with its constants.
 
     >>> create_optimizer("adamw", 1e-4).__class__.__name__
     'AdamWeightDecay'
     """
-    common = dict(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate, beta_1=beta_1,
-                  beta_2=beta_2, epsilon=epsilon, exclude_from_weight_decay=exclude_from_weight_decay)
+    common = dict(
+        learning_rate=learning_rate,
+        weight_decay_rate=weight_decay_rate,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        exclude_from_weight_decay=exclude_from_weight_decay,
+    )
     if name == "lamb":
         return Lamb(stacked_axes=stacked_axes, **common)
     if name == "adamw":

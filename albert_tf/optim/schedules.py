@@ -16,6 +16,7 @@ learning rate (s < 0); here `s` is clamped at 0, so the rate is 0 until warmup s
 >>> [round(float(schedule(t)), 6) for t in (0, 5, 10, 55, 100, 200)]
 [0.0, 0.0005, 0.0009, 0.00045, 0.0, 0.0]
 """
+
 import keras
 import tensorflow as tf
 
@@ -39,15 +40,24 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         0.001716
     """
 
-    def __init__(self, initial_learning_rate, decay_steps, warmup_steps=0, start_warmup_step=0,
-                 power=1.0, end_learning_rate=0.0, name="warmup_polynomial_decay"):
+    def __init__(
+        self,
+        initial_learning_rate,
+        decay_steps,
+        warmup_steps=0,
+        start_warmup_step=0,
+        power=1.0,
+        end_learning_rate=0.0,
+        name="warmup_polynomial_decay",
+    ):
         super().__init__()
         if decay_steps <= 0:
             raise ValueError(f"WarmupPolynomialDecay: decay_steps must be > 0, got {decay_steps}")
         if warmup_steps < 0 or start_warmup_step < 0:
             raise ValueError(
                 f"WarmupPolynomialDecay: warmup_steps ({warmup_steps}) and start_warmup_step "
-                f"({start_warmup_step}) must be >= 0")
+                f"({start_warmup_step}) must be >= 0"
+            )
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = int(decay_steps)
         self.warmup_steps = int(warmup_steps)
@@ -60,8 +70,9 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         with tf.name_scope(self.name):
             step = tf.cast(step, tf.float32)
             progress = tf.minimum(step, float(self.decay_steps)) / float(self.decay_steps)
-            decayed = ((self.initial_learning_rate - self.end_learning_rate)
-                       * tf.pow(1.0 - progress, self.power) + self.end_learning_rate)
+            decayed = (self.initial_learning_rate - self.end_learning_rate) * tf.pow(
+                1.0 - progress, self.power
+            ) + self.end_learning_rate
             if not self.warmup_steps:
                 return decayed
             warmup_step = tf.maximum(step - float(self.start_warmup_step), 0.0)

@@ -8,16 +8,24 @@ Public names:
 - `split_sentences(text)`: the rule-based sentence splitter for one-document-per-line corpora.
 - `is_start_piece(piece)`: the original word-start rule used by whole-word masking.
 """
+
 from albert_tf._lazy import lazy_attributes
 from albert_tf.text.normalize import preprocess_text
 from albert_tf.text.sentences import split_sentences
 from albert_tf.text.tokenizer import SentencePieceTokenizer, is_start_piece
 
-__all__ = ["preprocess_text", "split_sentences", "SentencePieceTokenizer", "is_start_piece", "TextTokenizer",
-           "SegmentPacker"]
+__all__ = [
+    "preprocess_text",
+    "split_sentences",
+    "SentencePieceTokenizer",
+    "is_start_piece",
+    "TextTokenizer",
+    "SegmentPacker",
+]
 
 
 # The Keras layers pull in TensorFlow and tensorflow-text; the Python path (used by
 # create_pretraining_data's worker processes) must stay light, so they load on first use.
-__getattr__, __dir__ = lazy_attributes(__name__, {"TextTokenizer": "albert_tf.text.layers",
-                                                  "SegmentPacker": "albert_tf.text.layers"})
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {"TextTokenizer": "albert_tf.text.layers", "SegmentPacker": "albert_tf.text.layers"}
+)

@@ -18,6 +18,7 @@ characters' true sources. Offsets assume valid UTF-8 (invalid bytes count as U+F
 >>> out["text"].numpy()[0].decode(), out["source_start"].to_list()[0]
 ('cafe "ok"', [2, 3, 4, 5, 6, 7, 9, 10, 11])
 """
+
 import tensorflow as tf
 
 from albert_tf.text import graph_ops, unicode_tables
@@ -49,7 +50,8 @@ def _collapse_whitespace(cp):
     space = graph_ops._in_ranges(tf.constant(_WHITESPACE), flat)
     solid = tf.cast(tf.logical_not(space), tf.int64)
     before = tf.cumsum(solid, exclusive=True) - tf.gather(
-        tf.cumsum(solid, exclusive=True), tf.gather(cp.row_splits, row))
+        tf.cumsum(solid, exclusive=True), tf.gather(cp.row_splits, row)
+    )
     total = tf.math.unsorted_segment_sum(solid, row, cp.nrows())
     after = tf.gather(total, row) - before - solid
     previous_space = tf.concat([[True], space[:-1]], axis=0) | tf.equal(index, 0)
@@ -123,8 +125,12 @@ def normalize_with_sources(texts, lower=True):
     cp, start, end = _decompose_with_sources(cp, start, end)
     if lower:
         cp = graph_ops._lowercase(cp)
-    return {"text": tf.strings.unicode_encode(cp, "UTF-8"), "codepoints": cp,
-            "source_start": cp.with_flat_values(start), "source_end": cp.with_flat_values(end)}
+    return {
+        "text": tf.strings.unicode_encode(cp, "UTF-8"),
+        "codepoints": cp,
+        "source_start": cp.with_flat_values(start),
+        "source_end": cp.with_flat_values(end),
+    }
 
 
 def _utf8_length(codepoints):
@@ -160,20 +166,30 @@ def _split_digit_comma_with_sources(pieces, solid_counts, encode_as_pieces):
     selected = tf.boolean_mask(flat, flagged)
     selected_index = tf.boolean_mask(tf.range(n), flagged)
     had_start = tf.strings.regex_full_match(selected, f"(?s){WORD_START}.*")
-    stripped = tf.strings.regex_replace(tf.strings.regex_replace(selected, ",$", ""),
-                                        WORD_START, "")
+    stripped = tf.strings.regex_replace(
+        tf.strings.regex_replace(selected, ",$", ""), WORD_START, ""
+    )
     sub = encode_as_pieces(stripped)
     sub_values, sub_row = sub.flat_values, sub.value_rowids()
-    is_first = tf.equal(tf.range(tf.size(sub_values, out_type=tf.int64)),
-                        tf.gather(sub.row_starts(), sub_row))
-    strip = (is_first & tf.logical_not(tf.gather(had_start, sub_row))
-             & tf.strings.regex_full_match(sub_values, f"(?s){WORD_START}.*"))
-    sub_values = tf.where(strip, tf.strings.regex_replace(sub_values, f"^{WORD_START}", ""),
-                          sub_values)
+    is_first = tf.equal(
+        tf.range(tf.size(sub_values, out_type=tf.int64)), tf.gather(sub.row_starts(), sub_row)
+    )
+    strip = (
+        is_first
+        & tf.logical_not(tf.gather(had_start, sub_row))
+        & tf.strings.regex_full_match(sub_values, f"(?s){WORD_START}.*")
+    )
+    sub_values = tf.where(
+        strip, tf.strings.regex_replace(sub_values, f"^{WORD_START}", ""), sub_values
+    )
     keep = tf.logical_not(strip & tf.equal(sub_values, ""))
     sub = tf.ragged.boolean_mask(sub.with_flat_values(sub_values), sub.with_flat_values(keep))
-    width = tf.cast(tf.strings.length(tf.strings.regex_replace(sub.flat_values, WORD_START, ""),
-                                      unit="UTF8_CHAR"), tf.int64)
+    width = tf.cast(
+        tf.strings.length(
+            tf.strings.regex_replace(sub.flat_values, WORD_START, ""), unit="UTF8_CHAR"
+        ),
+        tf.int64,
+    )
     width = sub.with_flat_values(width)
     lo = tf.cumsum(width, axis=1, exclusive=True)
     limit = tf.gather(tf.gather(solid_counts, selected_index) - 1, sub.value_rowids())
@@ -183,25 +199,36 @@ def _split_digit_comma_with_sources(pieces, solid_counts, encode_as_pieces):
     selected_limit = tf.gather(solid_counts, selected_index)
 
     def concat(sub_values, comma_values):
-        return tf.concat([sub.with_flat_values(sub_values),
-                          tf.reshape(comma_values, [count, 1])], axis=1)
+        return tf.concat(
+            [sub.with_flat_values(sub_values), tf.reshape(comma_values, [count, 1])], axis=1
+        )
 
     replacements = {
         "piece": concat(sub.flat_values, tf.fill([count], ",")),
         "source": concat(tf.gather(selected_index, sub.value_rowids()), selected_index),
-        "lo": concat(lo_flat, selected_limit - 1), "hi": concat(hi_flat, selected_limit)}
-    singles = {"piece": flat, "source": tf.range(n), "lo": tf.zeros([n], tf.int64),
-               "hi": solid_counts}
-    choice = tf.where(flagged, n + tf.cumsum(tf.cast(flagged, tf.int64), exclusive=True),
-                      tf.range(n))
+        "lo": concat(lo_flat, selected_limit - 1),
+        "hi": concat(hi_flat, selected_limit),
+    }
+    singles = {
+        "piece": flat,
+        "source": tf.range(n),
+        "lo": tf.zeros([n], tf.int64),
+        "hi": solid_counts,
+    }
+    choice = tf.where(
+        flagged, n + tf.cumsum(tf.cast(flagged, tf.int64), exclusive=True), tf.range(n)
+    )
     out = {}
     for key, single in singles.items():
-        options = tf.concat([tf.RaggedTensor.from_row_lengths(single, tf.ones([n], tf.int64)),
-                             replacements[key]], axis=0)
+        options = tf.concat(
+            [tf.RaggedTensor.from_row_lengths(single, tf.ones([n], tf.int64)), replacements[key]],
+            axis=0,
+        )
         per_piece = tf.gather(options, choice)
         out[key] = per_piece.flat_values
-    lengths = tf.gather(tf.concat([tf.ones([n], tf.int64),
-                                   replacements["piece"].row_lengths()], 0), choice)
+    lengths = tf.gather(
+        tf.concat([tf.ones([n], tf.int64), replacements["piece"].row_lengths()], 0), choice
+    )
     row_lengths = tf.math.unsorted_segment_sum(lengths, pieces.value_rowids(), pieces.nrows())
     return out, row_lengths
 
@@ -234,8 +261,9 @@ def pieces_with_offsets(texts, sentencepiece, lower=True):
     pieces, byte_start, byte_end = sentencepiece.tokenize_with_offsets(normalized["text"])
     chars, solid = _piece_characters(normalized, byte_start, byte_end)
     solid_counts = solid.row_lengths()
-    split, row_lengths = _split_digit_comma_with_sources(pieces, solid_counts,
-                                                         sentencepiece.tokenize)
+    split, row_lengths = _split_digit_comma_with_sources(
+        pieces, solid_counts, sentencepiece.tokenize
+    )
     source_start = normalized["source_start"].flat_values
     source_end = normalized["source_end"].flat_values
     source = split["source"]
@@ -249,20 +277,31 @@ def pieces_with_offsets(texts, sentencepiece, lower=True):
     # before the text's first kept character.
     piece_chars = tf.gather(chars, source)
     any_char = piece_chars.row_lengths() > 0
-    first_char = tf.gather(tf.concat([piece_chars.flat_values, [0]], 0),
-                           tf.minimum(piece_chars.row_starts(),
-                                      tf.size(piece_chars.flat_values, out_type=tf.int64)))
+    first_char = tf.gather(
+        tf.concat([piece_chars.flat_values, [0]], 0),
+        tf.minimum(piece_chars.row_starts(), tf.size(piece_chars.flat_values, out_type=tf.int64)),
+    )
     padded_start = tf.concat([source_start, [0]], 0)
     padded_end = tf.concat([source_end, [0]], 0)
     row = tf.repeat(tf.range(pieces.nrows()), row_lengths)
     text_first = tf.gather(tf.concat([normalized["source_start"].row_starts(), [0]], 0), row)
-    lead = tf.maximum(tf.gather(padded_start, tf.minimum(text_first, tf.size(
-        source_start, out_type=tf.int64))) - 1, 0)
-    start = tf.where(has_solid, tf.gather(padded_start, solid_first),
-                     tf.where(any_char, tf.gather(padded_start, first_char), lead))
-    end = tf.where(has_solid, tf.gather(padded_end, solid_last),
-                   tf.where(any_char, tf.gather(padded_end, first_char), lead + 1))
+    lead = tf.maximum(
+        tf.gather(padded_start, tf.minimum(text_first, tf.size(source_start, out_type=tf.int64)))
+        - 1,
+        0,
+    )
+    start = tf.where(
+        has_solid,
+        tf.gather(padded_start, solid_first),
+        tf.where(any_char, tf.gather(padded_start, first_char), lead),
+    )
+    end = tf.where(
+        has_solid,
+        tf.gather(padded_end, solid_last),
+        tf.where(any_char, tf.gather(padded_end, first_char), lead + 1),
+    )
 
     def ragged(values):
         return tf.RaggedTensor.from_row_lengths(values, row_lengths, validate=False)
+
     return {"pieces": ragged(split["piece"]), "start": ragged(start), "end": ragged(end)}

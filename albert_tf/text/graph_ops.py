@@ -8,6 +8,7 @@ constants, so the graph reproduces Python's `unicodedata` and `str.lower` exactl
 Invalid UTF-8 is not an error in either path: each maximal invalid byte sequence becomes U+FFFD,
 exactly as `bytes.decode("utf-8", "replace")` does (the Python path's rule).
 """
+
 import tensorflow as tf
 
 from albert_tf.text import unicode_tables
@@ -26,7 +27,9 @@ def _lookup(keys, x):
 
 def _in_ranges(bounds, x):
     """Membership of x in the ranges [bounds[0], bounds[1]), [bounds[2], bounds[3]), ..."""
-    return tf.equal(tf.math.floormod(tf.searchsorted(bounds, tf.cast(x, tf.int64), side="right"), 2), 1)
+    return tf.equal(
+        tf.math.floormod(tf.searchsorted(bounds, tf.cast(x, tf.int64), side="right"), 2), 1
+    )
 
 
 def _decompose(codepoints):
@@ -37,7 +40,9 @@ def _decompose(codepoints):
     where = tf.where(cp >= 0x80)
     others = tf.gather_nd(cp, where)
     found_others, index_others = _lookup(tf.constant(keys_np), others)
-    hangul_others = (others >= unicode_tables.HANGUL_FIRST) & (others < unicode_tables.HANGUL_FIRST + unicode_tables.HANGUL_COUNT)
+    hangul_others = (others >= unicode_tables.HANGUL_FIRST) & (
+        others < unicode_tables.HANGUL_FIRST + unicode_tables.HANGUL_COUNT
+    )
 
     def expand():
         shape = tf.shape(cp, out_type=tf.int64)
@@ -59,11 +64,14 @@ def _decompose(codepoints):
         start = tf.where(found, table_start, own_start)
         length = tf.where(found, table_length, own_length)
         out = tf.gather(source, tf.ragged.range(start, start + length).flat_values)
-        row_lengths = tf.math.unsorted_segment_sum(length, codepoints.value_rowids(), codepoints.nrows())
+        row_lengths = tf.math.unsorted_segment_sum(
+            length, codepoints.value_rowids(), codepoints.nrows()
+        )
         return out, tf.concat([[0], tf.cumsum(row_lengths)], axis=0)
 
-    values, row_splits = tf.cond(tf.reduce_any(found_others | hangul_others), expand,
-                                 lambda: (cp, codepoints.row_splits))
+    values, row_splits = tf.cond(
+        tf.reduce_any(found_others | hangul_others), expand, lambda: (cp, codepoints.row_splits)
+    )
     return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
 
 
@@ -99,9 +107,14 @@ def _lowercase(codepoints):
     where = tf.where(cp >= 0x80)
     others = tf.gather_nd(cp, where)
     found, index = _lookup(tf.constant(keys_np), others)
-    lowered = tf.tensor_scatter_nd_update(lowered, where, tf.where(found, tf.gather(tf.constant(values_np), index), others))
-    final = tf.cond(tf.reduce_any(tf.equal(cp, _SIGMA)), lambda: _final_sigma(codepoints),
-                    lambda: tf.zeros_like(cp, tf.bool))
+    lowered = tf.tensor_scatter_nd_update(
+        lowered, where, tf.where(found, tf.gather(tf.constant(values_np), index), others)
+    )
+    final = tf.cond(
+        tf.reduce_any(tf.equal(cp, _SIGMA)),
+        lambda: _final_sigma(codepoints),
+        lambda: tf.zeros_like(cp, tf.bool),
+    )
     return codepoints.with_flat_values(tf.where(final, _FINAL_SIGMA, lowered))
 
 
@@ -112,8 +125,14 @@ def normalize(texts, lower=True):
     'le "cafe" creme'
     """
     texts = tf.convert_to_tensor(texts, tf.string)
-    texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
-                                         replacement_char=0xFFFD, replace_control_characters=False)
+    texts = tf.strings.unicode_transcode(
+        texts,
+        "UTF-8",
+        "UTF-8",
+        errors="replace",
+        replacement_char=0xFFFD,
+        replace_control_characters=False,
+    )
     space = unicode_tables.whitespace_class()
     texts = tf.strings.regex_replace(texts, f"^{space}+|{space}+$", "")
     texts = tf.strings.regex_replace(texts, f"{space}+", " ")
@@ -138,19 +157,30 @@ def split_digit_comma(pieces, encode_as_pieces):
     num_pieces = tf.size(flat, out_type=tf.int64)
     # Only pieces ending in "," go through the regex with the (large) digit class.
     candidates = tf.where(tf.strings.regex_full_match(flat, "(?s).*,"))
-    digit_comma = tf.strings.regex_full_match(tf.gather_nd(flat, candidates), f"(?s).*{unicode_tables.digit_class()},")
+    digit_comma = tf.strings.regex_full_match(
+        tf.gather_nd(flat, candidates), f"(?s).*{unicode_tables.digit_class()},"
+    )
     flagged = tf.scatter_nd(candidates, digit_comma, tf.shape(flat, out_type=tf.int64))
     selected = tf.boolean_mask(flat, flagged)
     had_start = tf.strings.regex_full_match(selected, f"(?s){WORD_START}.*")
-    stripped = tf.strings.regex_replace(tf.strings.regex_replace(selected, ",$", ""), WORD_START, "")
+    stripped = tf.strings.regex_replace(
+        tf.strings.regex_replace(selected, ",$", ""), WORD_START, ""
+    )
     sub = encode_as_pieces(stripped)
     # Drop the leading "▁" of the re-encoding when the original piece had none.
     sub_values = sub.flat_values
     sub_row = sub.value_rowids()
-    first = tf.equal(tf.range(tf.size(sub_values, out_type=tf.int64)), tf.gather(sub.row_starts(), sub_row))
-    strip = (first & tf.logical_not(tf.gather(had_start, sub_row))
-             & tf.strings.regex_full_match(sub_values, f"(?s){WORD_START}.*"))
-    new_values = tf.where(strip, tf.strings.regex_replace(sub_values, f"^{WORD_START}", ""), sub_values)
+    first = tf.equal(
+        tf.range(tf.size(sub_values, out_type=tf.int64)), tf.gather(sub.row_starts(), sub_row)
+    )
+    strip = (
+        first
+        & tf.logical_not(tf.gather(had_start, sub_row))
+        & tf.strings.regex_full_match(sub_values, f"(?s){WORD_START}.*")
+    )
+    new_values = tf.where(
+        strip, tf.strings.regex_replace(sub_values, f"^{WORD_START}", ""), sub_values
+    )
     keep = tf.logical_not(strip & tf.equal(new_values, ""))
     sub = tf.ragged.boolean_mask(sub.with_flat_values(new_values), sub.with_flat_values(keep))
     commas = tf.RaggedTensor.from_tensor(tf.fill([tf.size(selected), 1], ","))
@@ -158,7 +188,11 @@ def split_digit_comma(pieces, encode_as_pieces):
     singles = tf.RaggedTensor.from_row_lengths(flat, tf.ones([num_pieces], tf.int64))
     options = tf.concat([singles, replacements], axis=0)
     flagged_i = tf.cast(flagged, tf.int64)
-    choice = tf.where(flagged, num_pieces + tf.cumsum(flagged_i, exclusive=True), tf.range(num_pieces))
+    choice = tf.where(
+        flagged, num_pieces + tf.cumsum(flagged_i, exclusive=True), tf.range(num_pieces)
+    )
     per_piece = tf.gather(options, choice)
-    row_lengths = tf.math.unsorted_segment_sum(per_piece.row_lengths(), pieces.value_rowids(), pieces.nrows())
+    row_lengths = tf.math.unsorted_segment_sum(
+        per_piece.row_lengths(), pieces.value_rowids(), pieces.nrows()
+    )
     return tf.RaggedTensor.from_row_lengths(per_piece.flat_values, row_lengths, validate=False)

@@ -16,6 +16,7 @@ window (the original BERT/ALBERT max-context rule; computed here exactly, in int
 >>> windows["owner_window"].numpy().tolist(), windows["owner_position"].numpy().tolist()
 ([0, 0, 1, 2], [1, 2, 3, 1])
 """
+
 import tensorflow as tf
 
 from albert_tf.text.word_windows import window_sizes
@@ -46,26 +47,37 @@ def word_windows(word_ids, seq_length, stride, cls_id, sep_id, pad_id=0):
     word_text = word_ids.value_rowids()
     piece_splits = tf.cast(pieces.row_splits, tf.int64)
     # First piece of each word, counted from the start of its text.
-    first_piece = (tf.cumsum(tf.cast(words.row_lengths(), tf.int64), exclusive=True)
-                   - tf.gather(piece_splits, word_text))
+    first_piece = tf.cumsum(tf.cast(words.row_lengths(), tf.int64), exclusive=True) - tf.gather(
+        piece_splits, word_text
+    )
     # Windows: starts 0, stride, 2 * stride, ... until one reaches the end of the text.
-    num_windows = 1 + tf.maximum(tf.constant(0, tf.int64),
-                                 -tf.math.floordiv(max_len - num_pieces, stride))
+    num_windows = 1 + tf.maximum(
+        tf.constant(0, tf.int64), -tf.math.floordiv(max_len - num_pieces, stride)
+    )
     k = tf.ragged.range(num_windows)
     window_text, window_start = k.value_rowids(), k.flat_values * stride
     text_pieces = tf.gather(num_pieces, window_text)
     window_length = tf.minimum(text_pieces - window_start, max_len)
     first = tf.gather(piece_splits, window_text) + window_start
     content = tf.gather(pieces.flat_values, tf.ragged.range(first, first + window_length))
-    inputs = _pack(content, cls_id, sep_id, pad_id, tf.reduce_max(
-        tf.concat([window_length, [0]], axis=0)) + 2)
-    owner = _owners(first_piece, tf.gather(num_pieces, word_text),
-                    tf.gather(num_windows, word_text), max_len, stride)
+    inputs = _pack(
+        content, cls_id, sep_id, pad_id, tf.reduce_max(tf.concat([window_length, [0]], axis=0)) + 2
+    )
+    owner = _owners(
+        first_piece,
+        tf.gather(num_pieces, word_text),
+        tf.gather(num_windows, word_text),
+        max_len,
+        stride,
+    )
     window_base = k.row_splits[:-1]
-    return dict(inputs, window_text=window_text,
-                owner_window=tf.gather(window_base, word_text) + owner,
-                owner_position=1 + first_piece - owner * stride,
-                word_splits=tf.cast(word_ids.row_splits, tf.int64))
+    return dict(
+        inputs,
+        window_text=window_text,
+        owner_window=tf.gather(window_base, word_text) + owner,
+        owner_position=1 + first_piece - owner * stride,
+        word_splits=tf.cast(word_ids.row_splits, tf.int64),
+    )
 
 
 def _pack(content, cls_id, sep_id, pad_id, length):
@@ -76,15 +88,17 @@ def _pack(content, cls_id, sep_id, pad_id, length):
     shape = tf.stack([n, length])
     word_ids = ids.to_tensor(default_value=tf.cast(pad_id, ids.dtype), shape=shape)
     mask = tf.ones_like(ids).to_tensor(default_value=0, shape=shape)
-    return {"input_word_ids": tf.cast(word_ids, tf.int32), "input_mask": tf.cast(mask, tf.int32),
-            "input_type_ids": tf.zeros(shape, tf.int32)}
+    return {
+        "input_word_ids": tf.cast(word_ids, tf.int32),
+        "input_mask": tf.cast(mask, tf.int32),
+        "input_type_ids": tf.zeros(shape, tf.int32),
+    }
 
 
 def _owners(first_piece, num_pieces, num_windows, max_len, stride):
     """Index (within its text) of the window owning each word: best score, earliest on ties."""
     # Windows holding piece p: k * stride <= p < k * stride + max_len.
-    low = tf.maximum(tf.constant(0, tf.int64),
-                     -tf.math.floordiv(max_len - 1 - first_piece, stride))
+    low = tf.maximum(tf.constant(0, tf.int64), -tf.math.floordiv(max_len - 1 - first_piece, stride))
     high = tf.minimum(num_windows - 1, tf.math.floordiv(first_piece, stride))
     candidates = tf.ragged.range(low, high + 1)
     word = candidates.value_rowids()
@@ -95,8 +109,9 @@ def _owners(first_piece, num_pieces, num_windows, max_len, stride):
     score = 100 * tf.minimum(p - start, start + length - 1 - p) + length
     best = tf.gather(tf.math.segment_max(score, word), word)
     never = tf.fill(tf.shape(k), tf.reduce_max(tf.concat([num_windows, [0]], axis=0)))
-    return tf.math.unsorted_segment_min(tf.where(tf.equal(score, best), k, never), word,
-                                        tf.shape(first_piece, out_type=tf.int64)[0])
+    return tf.math.unsorted_segment_min(
+        tf.where(tf.equal(score, best), k, never), word, tf.shape(first_piece, out_type=tf.int64)[0]
+    )
 
 
 def owner_logits(windows, logits):

@@ -10,6 +10,7 @@ in a SavedModel) both call `WordTokenizer`, so their pieces cannot disagree.
 Only TensorFlow and tensorflow-text ops: the functions run eagerly, in tf.data and in a
 SavedModel.
 """
+
 import os
 
 import tensorflow as tf
@@ -40,10 +41,16 @@ def split_words(texts):
     """
     texts = tf.convert_to_tensor(texts, tf.string)
     words, byte_start, byte_end = tft.regex_split_with_offsets(
-        texts, f"{WHITESPACE_PATTERN}+|{PUNCTUATION_PATTERN}", PUNCTUATION_PATTERN)
+        texts, f"{WHITESPACE_PATTERN}+|{PUNCTUATION_PATTERN}", PUNCTUATION_PATTERN
+    )
     byte_start, byte_end = tf.cast(byte_start, tf.int64), tf.cast(byte_end, tf.int64)
-    return {"words": words, "start": _char_offsets(texts, byte_start),
-            "end": _char_offsets(texts, byte_end), "byte_start": byte_start, "byte_end": byte_end}
+    return {
+        "words": words,
+        "start": _char_offsets(texts, byte_start),
+        "end": _char_offsets(texts, byte_end),
+        "byte_start": byte_start,
+        "byte_end": byte_end,
+    }
 
 
 def _char_offsets(texts, byte_offsets):
@@ -57,8 +64,9 @@ def _char_offsets(texts, byte_offsets):
     global_char_bytes = char_bytes.flat_values + tf.gather(byte_base, char_bytes.value_rowids())
     rows = byte_offsets.value_rowids()
     global_offsets = byte_offsets.flat_values + tf.gather(byte_base, rows)
-    chars_before = tf.searchsorted(global_char_bytes, global_offsets, side="left",
-                                   out_type=tf.int64)
+    chars_before = tf.searchsorted(
+        global_char_bytes, global_offsets, side="left", out_type=tf.int64
+    )
     return byte_offsets.with_flat_values(chars_before - tf.gather(char_splits, rows))
 
 
@@ -92,12 +100,16 @@ class WordTokenizer:
         if isinstance(tokenizer, SentencePieceTokenizer):
             tokenizer = TextTokenizer(tokenizer.model_proto, lower_case=tokenizer.lower_case)
         elif isinstance(tokenizer, (str, bytes, bytearray, os.PathLike)):
-            tokenizer = TextTokenizer(os.fspath(tokenizer) if isinstance(tokenizer, os.PathLike)
-                                      else tokenizer, lower_case=lower_case)
+            tokenizer = TextTokenizer(
+                os.fspath(tokenizer) if isinstance(tokenizer, os.PathLike) else tokenizer,
+                lower_case=lower_case,
+            )
         elif not isinstance(tokenizer, TextTokenizer):
-            raise TypeError(f"tokenizer must be an AlbertPreprocessor, TextTokenizer, "
-                            f"SentencePieceTokenizer, or a SentencePiece model path or bytes, "
-                            f"got {type(tokenizer).__name__}")
+            raise TypeError(
+                f"tokenizer must be an AlbertPreprocessor, TextTokenizer, "
+                f"SentencePieceTokenizer, or a SentencePiece model path or bytes, "
+                f"got {type(tokenizer).__name__}"
+            )
         self.text_tokenizer = tokenizer
         self.lower_case = tokenizer.lower_case
         ids = SentencePieceTokenizer(tokenizer.model_proto, lower_case=self.lower_case)
@@ -114,11 +126,13 @@ class WordTokenizer:
             return words.with_flat_values(self(words.flat_values))
         words = tf.convert_to_tensor(words, tf.string)
         if words.shape.rank != 1:
-            raise ValueError(f"WordTokenizer expects words of shape [N] or a ragged [B, (W)], "
-                             f"got {words.shape}")
+            raise ValueError(
+                f"WordTokenizer expects words of shape [N] or a ragged [B, (W)], got {words.shape}"
+            )
         ids = self.text_tokenizer(words)
         empty = tf.equal(ids.row_lengths(), 0)
         unk = tf.RaggedTensor.from_row_lengths(
             tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], tf.constant(self.unk_id, ids.dtype)),
-            tf.cast(empty, ids.row_splits.dtype))
+            tf.cast(empty, ids.row_splits.dtype),
+        )
         return tf.concat([ids, unk], axis=1)

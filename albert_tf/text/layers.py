@@ -5,6 +5,7 @@ control flow on tensors, so they run in tf.data, in `tf.function(autograph=False
 SavedModel written by `keras.export.ExportArchive` (track the layer; the SentencePiece model is
 embedded in the graph, no asset file).
 """
+
 import base64
 
 import keras
@@ -52,10 +53,14 @@ class TextTokenizer(_StringLayer):
     True
     """
 
-    def __init__(self, spm_model_file_or_bytes=None, lower_case=True, model_proto_base64=None, **kwargs):
+    def __init__(
+        self, spm_model_file_or_bytes=None, lower_case=True, model_proto_base64=None, **kwargs
+    ):
         super().__init__(**kwargs)
         if (spm_model_file_or_bytes is None) == (model_proto_base64 is None):
-            raise ValueError("TextTokenizer needs exactly one of spm_model_file_or_bytes and model_proto_base64")
+            raise ValueError(
+                "TextTokenizer needs exactly one of spm_model_file_or_bytes and model_proto_base64"
+            )
         if model_proto_base64 is not None:
             spm_model_file_or_bytes = base64.b64decode(model_proto_base64)
         # Checked here: tensorflow-text would fail later, in the graph, quoting the bytes.
@@ -76,7 +81,9 @@ class TextTokenizer(_StringLayer):
         elif texts.shape.rank == 0:
             texts = tf.reshape(texts, [1])
         elif texts.shape.rank != 1:
-            raise ValueError(f"TextTokenizer expects texts of shape [batch] or [batch, 1], got {texts.shape}")
+            raise ValueError(
+                f"TextTokenizer expects texts of shape [batch] or [batch, 1], got {texts.shape}"
+            )
         normalized = graph_ops.normalize(texts, lower=self.lower_case)
         pieces = self.sentencepiece.tokenize(normalized)
         return graph_ops.split_digit_comma(pieces, self.sentencepiece.tokenize)
@@ -90,8 +97,10 @@ class TextTokenizer(_StringLayer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(lower_case=self.lower_case,
-                      model_proto_base64=base64.b64encode(self.model_proto).decode("ascii"))
+        config.update(
+            lower_case=self.lower_case,
+            model_proto_base64=base64.b64encode(self.model_proto).decode("ascii"),
+        )
         return config
 
 
@@ -126,8 +135,17 @@ class SegmentPacker(_StringLayer):
     [[0, 0, 0, 0, 0, 1, 1, 1]]
     """
 
-    def __init__(self, seq_length, cls_id, sep_id, pad_id=0, truncation="round_robin", pad_to="fixed",
-                 bucket=None, **kwargs):
+    def __init__(
+        self,
+        seq_length,
+        cls_id,
+        sep_id,
+        pad_id=0,
+        truncation="round_robin",
+        pad_to="fixed",
+        bucket=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if int(seq_length) < 2:
             raise ValueError(f"seq_length must be at least 2 ([CLS] and [SEP]), got {seq_length}")
@@ -136,8 +154,10 @@ class SegmentPacker(_StringLayer):
         if pad_to not in PAD_TO:
             raise ValueError(f"pad_to must be one of {PAD_TO}, got {pad_to!r}")
         if bucket is not None and (int(bucket) < 1 or pad_to != "longest"):
-            raise ValueError(f"bucket must be a positive int and needs pad_to='longest', got bucket={bucket!r} "
-                             f"with pad_to={pad_to!r}")
+            raise ValueError(
+                f"bucket must be a positive int and needs pad_to='longest', got bucket={bucket!r} "
+                f"with pad_to={pad_to!r}"
+            )
         self.seq_length = int(seq_length)
         self.cls_id, self.sep_id, self.pad_id = int(cls_id), int(sep_id), int(pad_id)
         self.truncation, self.pad_to = truncation, pad_to
@@ -151,18 +171,30 @@ class SegmentPacker(_StringLayer):
             raise ValueError(f"SegmentPacker packs 1 or 2 segments, got {len(segments)}")
         budget = self.seq_length - 1 - len(segments)
         if budget < 0:
-            raise ValueError(f"seq_length={self.seq_length} leaves no room for {len(segments)} segments")
-        segments = [s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s) for s in segments]
+            raise ValueError(
+                f"seq_length={self.seq_length} leaves no room for {len(segments)} segments"
+            )
+        segments = [
+            s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s)
+            for s in segments
+        ]
         segments = [tf.cast(s, tf.int64) for s in segments]
-        trimmer_class = tft.RoundRobinTrimmer if self.truncation == "round_robin" else tft.ShrinkLongestTrimmer
+        trimmer_class = (
+            tft.RoundRobinTrimmer if self.truncation == "round_robin" else tft.ShrinkLongestTrimmer
+        )
         trimmed = trimmer_class(max_seq_length=budget).trim(segments)
-        ids, type_ids = tft.combine_segments(trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id)
+        ids, type_ids = tft.combine_segments(
+            trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
+        )
         shape = self._padded_shape(ids)
         word_ids = ids.to_tensor(default_value=self.pad_id, shape=shape)
         mask = tf.ones_like(ids).to_tensor(default_value=0, shape=shape)
         type_ids = type_ids.to_tensor(default_value=0, shape=shape)
-        return {"input_word_ids": tf.cast(word_ids, tf.int32), "input_mask": tf.cast(mask, tf.int32),
-                "input_type_ids": tf.cast(type_ids, tf.int32)}
+        return {
+            "input_word_ids": tf.cast(word_ids, tf.int32),
+            "input_mask": tf.cast(mask, tf.int32),
+            "input_type_ids": tf.cast(type_ids, tf.int32),
+        }
 
     def _padded_shape(self, ids):
         if self.pad_to == "fixed":
@@ -171,11 +203,20 @@ class SegmentPacker(_StringLayer):
         shortest = min(2, self.seq_length)
         longest = tf.reduce_max(tf.concat([ids.row_lengths(), [shortest]], axis=0))
         if self.bucket:
-            longest = tf.minimum((longest + self.bucket - 1) // self.bucket * self.bucket, self.seq_length)
+            longest = tf.minimum(
+                (longest + self.bucket - 1) // self.bucket * self.bucket, self.seq_length
+            )
         return tf.stack([ids.nrows(), longest])
 
     def get_config(self):
         config = super().get_config()
-        config.update(seq_length=self.seq_length, cls_id=self.cls_id, sep_id=self.sep_id, pad_id=self.pad_id,
-                      truncation=self.truncation, pad_to=self.pad_to, bucket=self.bucket)
+        config.update(
+            seq_length=self.seq_length,
+            cls_id=self.cls_id,
+            sep_id=self.sep_id,
+            pad_id=self.pad_id,
+            truncation=self.truncation,
+            pad_to=self.pad_to,
+            bucket=self.bucket,
+        )
         return config

@@ -6,6 +6,7 @@ tests/text/test_text_parity.py.
 >>> preprocess_text("  Le  ``Café''   CRÈME ")
 'le "cafe" creme'
 """
+
 import unicodedata
 
 

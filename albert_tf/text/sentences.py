@@ -14,13 +14,16 @@ It is meant for prose (Wikipedia, books, docstrings), not for a linguistic bench
 >>> split_sentences("Dr. Smith arrived at 9 p.m. on Monday. He said: \\"Hi!\\" Then he left.")
 ['Dr. Smith arrived at 9 p.m. on Monday.', 'He said: "Hi!"', 'Then he left.']
 """
+
 import re
 
-ABBREVIATIONS = frozenset("""
+ABBREVIATIONS = frozenset(
+    """
     mr mrs ms dr prof sr jr st mt vs cf al approx fig figs eq eqs no nos vol vols pp ch sec
     dept est inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt
     capt rev hon gov sen rep
-""".split())
+""".split()
+)
 
 # A candidate end: terminal punctuation, closing quotes/brackets, whitespace, then a sentence start.
 _BOUNDARY = re.compile(r"""[.!?]+["'\u201d\u2019)\]]*(\s+)(?=\S)""")
@@ -49,8 +52,11 @@ def split_sentences(text):
     for match in _BOUNDARY.finditer(text):
         end, punct_at = match.start(1), match.start()
         following = text[match.end()]
-        if not (following.isdigit() or following in _OPENERS
-                or (following.isalpha() and not following.islower())):
+        if not (
+            following.isdigit()
+            or following in _OPENERS
+            or (following.isalpha() and not following.islower())
+        ):
             continue
         single_period = match.group(0)[0] == "." and match.group(0)[1:2] != "."
         if single_period and _is_abbreviation(text[start:punct_at]):

@@ -2,6 +2,7 @@
 
 The in-graph twin is `albert_tf.text.layers.TextTokenizer`; both give the same ids.
 """
+
 import os
 
 from albert_tf.errors import UserError
@@ -67,8 +68,9 @@ SentencePiece model (it does not parse as one)
         reason = str(e).replace("INTERNAL: ", "").strip()
         if "ParseFromArray" in reason or not reason:
             reason = "it does not parse as one"
-        raise VocabularyError(f"{spm_name(model_file_or_bytes)}: not a SentencePiece model "
-                              f"({reason[:200]})") from None
+        raise VocabularyError(
+            f"{spm_name(model_file_or_bytes)}: not a SentencePiece model ({reason[:200]})"
+        ) from None
     return proto, processor
 
 
@@ -135,8 +137,11 @@ class SentencePieceTokenizer:
         self.model_proto, self._sp = load_processor(model_file_or_bytes)
         self.lower_case = bool(lower_case)
         # The file it was read from (None for bytes): what vocabulary errors name.
-        self.source = None if isinstance(model_file_or_bytes, (bytes, bytearray)) else str(
-            model_file_or_bytes)
+        self.source = (
+            None
+            if isinstance(model_file_or_bytes, (bytes, bytearray))
+            else str(model_file_or_bytes)
+        )
         ids = {}
         for name, piece in SPECIAL_PIECES.items():
             i = self._sp.PieceToId(piece)
@@ -144,7 +149,8 @@ class SentencePieceTokenizer:
                 raise VocabularyError(
                     f"{spm_name(model_file_or_bytes)}: SentencePiece model has no {piece!r} "
                     "piece; ALBERT needs <pad>, <unk>, [CLS], [SEP] and [MASK] (train one with "
-                    "scripts/train_tokenizer.py)")
+                    "scripts/train_tokenizer.py)"
+                )
             ids[name] = i
         self.pad_id, self.unk_id = ids["pad"], ids["unk"]
         self.cls_id, self.sep_id, self.mask_id = ids["cls"], ids["sep"], ids["mask"]

@@ -6,6 +6,7 @@ uses Python's Unicode database (`unicodedata.unidata_version`). TensorFlow's ICU
 assigned characters (and `tf.strings.lower` drops U+0000), so the graph uses these tables instead.
 They are computed once per process (about a second) and embedded as constants.
 """
+
 import functools
 import itertools
 import unicodedata
@@ -39,7 +40,9 @@ def regex_class(codepoints):
     bounds = to_ranges(codepoints)
     parts = []
     for start, end in zip(bounds[0::2], bounds[1::2]):
-        parts.append(f"\\x{{{start:x}}}" if end - start == 1 else f"\\x{{{start:x}}}-\\x{{{end - 1:x}}}")
+        parts.append(
+            f"\\x{{{start:x}}}" if end - start == 1 else f"\\x{{{start:x}}}-\\x{{{end - 1:x}}}"
+        )
     return "[" + "".join(parts) + "]"
 
 
@@ -87,7 +90,10 @@ def lowercase_table():
     chars = _all_chars()
     lowered = _SEP.join(chars).lower().split(_SEP)  # one call; U+03A3 after U+0000 is not final
     pairs = [(ord(c), ord(low)) for c, low in zip(chars, lowered) if low != c and len(low) == 1]
-    return (np.asarray([k for k, _ in pairs], np.int32), np.asarray([v for _, v in pairs], np.int32))
+    return (
+        np.asarray([k for k, _ in pairs], np.int32),
+        np.asarray([v for _, v in pairs], np.int32),
+    )
 
 
 @functools.lru_cache(maxsize=None)

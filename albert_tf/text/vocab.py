@@ -10,6 +10,7 @@ Training on the built-in corpus takes most of a minute, so the test suite skips 
 >>> train_sentencepiece("builtin:docstrings", "/tmp/docs8k", vocab_size=8000)  # doctest: +SKIP
 '/tmp/docs8k.model'
 """
+
 import os
 import tempfile
 import time
@@ -29,7 +30,9 @@ MODEL_TYPES = ("unigram", "bpe", "char", "word")
 def _documents(documents_or_files, corpus_options):
     """A corpus spec (resolved now, so a bad path fails before training) or the iterable itself."""
     is_spec = isinstance(documents_or_files, str) or (
-        isinstance(documents_or_files, (list, tuple)) and all(isinstance(x, str) for x in documents_or_files))
+        isinstance(documents_or_files, (list, tuple))
+        and all(isinstance(x, str) for x in documents_or_files)
+    )
     if not is_spec:
         if corpus_options:
             raise TypeError(f"corpus options {sorted(corpus_options)} apply to corpus specs only")
@@ -60,16 +63,31 @@ class _SentenceStream:
                 if sentence:
                     self.count += 1
                     if self.count % 1_000_000 == 0:
-                        logging.info("train_sentencepiece: read %d sentences (%.0fs)", self.count, time.time() - start)
+                        logging.info(
+                            "train_sentencepiece: read %d sentences (%.0fs)",
+                            self.count,
+                            time.time() - start,
+                        )
                     yield sentence
         logging.info("train_sentencepiece: read %d sentences in total", self.count)
 
 
-def train_sentencepiece(documents_or_files, model_prefix, vocab_size=30000, lower_case=True,
-                        input_sentence_size=10_000_000, shuffle_input_sentence=True,
-                        character_coverage=0.99995, model_type="unigram",
-                        user_defined_symbols=ORIGINAL_USER_DEFINED_SYMBOLS, hard_vocab_limit=True,
-                        seed=12345, num_threads=None, verbose=False, **corpus_options):
+def train_sentencepiece(
+    documents_or_files,
+    model_prefix,
+    vocab_size=30000,
+    lower_case=True,
+    input_sentence_size=10_000_000,
+    shuffle_input_sentence=True,
+    character_coverage=0.99995,
+    model_type="unigram",
+    user_defined_symbols=ORIGINAL_USER_DEFINED_SYMBOLS,
+    hard_vocab_limit=True,
+    seed=12345,
+    num_threads=None,
+    verbose=False,
+    **corpus_options,
+):
     """Trains a SentencePiece model with ALBERT's special ids; writes `{model_prefix}.model/.vocab`.
 
     Args:
@@ -97,7 +115,9 @@ def train_sentencepiece(documents_or_files, model_prefix, vocab_size=30000, lowe
     user_defined_symbols = tuple(user_defined_symbols or ())
     reserved = 2 + len(CONTROL_SYMBOLS) + len(user_defined_symbols)
     if int(vocab_size) <= reserved:
-        raise ValueError(f"vocab_size={vocab_size} must exceed the {reserved} special and user-defined pieces")
+        raise ValueError(
+            f"vocab_size={vocab_size} must exceed the {reserved} special and user-defined pieces"
+        )
     if int(input_sentence_size) < 0:
         raise ValueError(f"input_sentence_size must be >= 0, got {input_sentence_size}")
     if not 0.0 < float(character_coverage) <= 1.0:
@@ -116,13 +136,22 @@ def train_sentencepiece(documents_or_files, model_prefix, vocab_size=30000, lowe
         try:
             spm.SentencePieceTrainer.train(
                 sentence_iterator=iter(stream),
-                model_prefix=local_prefix, vocab_size=int(vocab_size), model_type=model_type,
-                pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=list(CONTROL_SYMBOLS),
+                model_prefix=local_prefix,
+                vocab_size=int(vocab_size),
+                model_type=model_type,
+                pad_id=0,
+                unk_id=1,
+                bos_id=-1,
+                eos_id=-1,
+                control_symbols=list(CONTROL_SYMBOLS),
                 user_defined_symbols=list(user_defined_symbols),
                 input_sentence_size=int(input_sentence_size),
                 shuffle_input_sentence=bool(shuffle_input_sentence),
-                character_coverage=float(character_coverage), hard_vocab_limit=bool(hard_vocab_limit),
-                num_threads=int(num_threads or os.cpu_count() or 1), minloglevel=0 if verbose else 2)
+                character_coverage=float(character_coverage),
+                hard_vocab_limit=bool(hard_vocab_limit),
+                num_threads=int(num_threads or os.cpu_count() or 1),
+                minloglevel=0 if verbose else 2,
+            )
         except RuntimeError as e:
             if stream.error is not None:
                 raise stream.error

@@ -15,6 +15,7 @@ Traceback (most recent call last):
 ...
 albert_tf.text.tokenizer.VocabularyError: --spm_model_file=30k-clean.model has 1000 pieces but ...
 """
+
 from absl import logging
 
 from albert_tf.text.tokenizer import SentencePieceTokenizer, VocabularyError, spm_name
@@ -61,15 +62,17 @@ def check_vocabulary_matches(vocabulary, config, flag=None, model=None, referenc
         raise VocabularyError(f"{flag + '=' if flag else ''}{vocabulary}: file not found") from None
     except VocabularyError as e:  # its message starts with the path, when there is one
         if flag:
-            raise VocabularyError(f"{flag}{'=' if isinstance(vocabulary, str) else ': '}{e}") \
-                from None
+            raise VocabularyError(
+                f"{flag}{'=' if isinstance(vocabulary, str) else ': '}{e}"
+            ) from None
         raise
     name = _name(tokenizer, flag)
     model = f" ({model})" if model else ""
     if config is not None and tokenizer.vocab_size != config.vocab_size:
         raise VocabularyError(
             f"{name} has {tokenizer.vocab_size} pieces but the model{model} has vocab_size "
-            f"{config.vocab_size}: the tokenizer does not belong to this model")
+            f"{config.vocab_size}: the tokenizer does not belong to this model"
+        )
     expected, against = ALBERT_IDS, "ALBERT's <pad>=0, <unk>=1"
     if reference is not None:
         reference = _tokenizer(reference)
@@ -78,9 +81,15 @@ def check_vocabulary_matches(vocabulary, config, flag=None, model=None, referenc
     differing = [k for k in expected if getattr(tokenizer, k) != expected[k]]
     if differing:
         detail = ", ".join(f"{k} {getattr(tokenizer, k)} vs {expected[k]}" for k in differing)
-        raise VocabularyError(f"{name}: special ids differ from {against} ({detail}); the "
-                              f"tokenizer does not belong to the model{model}")
+        raise VocabularyError(
+            f"{name}: special ids differ from {against} ({detail}); the "
+            f"tokenizer does not belong to the model{model}"
+        )
     if reference is not None and tokenizer.model_proto != reference.model_proto:
-        logging.warning("%s differs from the model's own %s (same size and special ids): make "
-                        "sure it is the pretraining vocabulary", name, _name(reference, None))
+        logging.warning(
+            "%s differs from the model's own %s (same size and special ids): make "
+            "sure it is the pretraining vocabulary",
+            name,
+            _name(reference, None),
+        )
     return tokenizer

@@ -23,6 +23,7 @@ window length, ties to the earlier window (the original BERT/ALBERT max-context 
 >>> windows.num_long_sentences
 1
 """
+
 import numpy as np
 
 IGNORE = -1  # the label of positions that carry none (as `token_classifier.IGNORE`)
@@ -35,17 +36,25 @@ def window_sizes(seq_length, stride=None):
     >>> window_sizes(16, 7)
     (14, 7)
     """
-    if isinstance(seq_length, bool) or not isinstance(seq_length, (int, np.integer)) \
-            or seq_length < 3:
-        raise ValueError(f"seq_length must be an integer >= 3 ([CLS], a piece, [SEP]), "
-                         f"got {seq_length!r}")
+    if (
+        isinstance(seq_length, bool)
+        or not isinstance(seq_length, (int, np.integer))
+        or seq_length < 3
+    ):
+        raise ValueError(
+            f"seq_length must be an integer >= 3 ([CLS], a piece, [SEP]), got {seq_length!r}"
+        )
     max_len = int(seq_length) - 2
     if stride is None:
         stride = max(1, max_len // 2)
-    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) \
-            or not 1 <= stride <= max_len:
-        raise ValueError(f"stride must be an integer in [1, seq_length - 2 = {max_len}], "
-                         f"got {stride!r}")
+    if (
+        isinstance(stride, bool)
+        or not isinstance(stride, (int, np.integer))
+        or not 1 <= stride <= max_len
+    ):
+        raise ValueError(
+            f"stride must be an integer in [1, seq_length - 2 = {max_len}], got {stride!r}"
+        )
     return max_len, int(stride)
 
 
@@ -81,8 +90,17 @@ class WordWindows:
     [num sentences]), `seq_length`, `stride`.
     """
 
-    def __init__(self, input_word_ids, input_mask, input_type_ids, label_word, window_sentence,
-                 words_per_sentence, seq_length, stride):
+    def __init__(
+        self,
+        input_word_ids,
+        input_mask,
+        input_type_ids,
+        label_word,
+        window_sentence,
+        words_per_sentence,
+        seq_length,
+        stride,
+    ):
         self.input_word_ids, self.input_mask = input_word_ids, input_mask
         self.input_type_ids, self.label_word = input_type_ids, label_word
         self.window_sentence, self.words_per_sentence = window_sentence, words_per_sentence
@@ -107,22 +125,30 @@ class WordWindows:
         from albert_tf.text.graph_words import WordTokenizer
 
         window_sizes(seq_length, stride)
-        words = tokenizer if isinstance(tokenizer, WordTokenizer) else WordTokenizer(
-            tokenizer, lower_case=lower_case)
+        words = (
+            tokenizer
+            if isinstance(tokenizer, WordTokenizer)
+            else WordTokenizer(tokenizer, lower_case=lower_case)
+        )
         flat = [str(w) for sentence in sentences for w in sentence]
         ids = []
         for i in range(0, len(flat), _TOKENIZE_BATCH):
-            ids.extend(words(np.array(flat[i:i + _TOKENIZE_BATCH], dtype=object)).to_list())
+            ids.extend(words(np.array(flat[i : i + _TOKENIZE_BATCH], dtype=object)).to_list())
         word_pieces, i = [], 0
         for sentence in sentences:
-            word_pieces.append(ids[i:i + len(sentence)])
+            word_pieces.append(ids[i : i + len(sentence)])
             i += len(sentence)
-        return cls.from_word_pieces(word_pieces, seq_length, stride, cls_id=words.cls_id,
-                                    sep_id=words.sep_id, pad_id=words.pad_id)
+        return cls.from_word_pieces(
+            word_pieces,
+            seq_length,
+            stride,
+            cls_id=words.cls_id,
+            sep_id=words.sep_id,
+            pad_id=words.pad_id,
+        )
 
     @classmethod
-    def from_word_pieces(cls, word_pieces, seq_length, stride=None, cls_id=2, sep_id=3,
-                         pad_id=0):
+    def from_word_pieces(cls, word_pieces, seq_length, stride=None, cls_id=2, sep_id=3, pad_id=0):
         """Windows from already tokenised words: `word_pieces[sentence][word]` is a non-empty
         list of ids. Special ids default to ALBERT's."""
         max_len, stride = window_sizes(seq_length, stride)
@@ -140,25 +166,34 @@ class WordWindows:
                 k = _owner(piece, spans)
                 label_word[k][1 + piece - spans[k][0]] = w
             for (start, length), labels in zip(spans, label_word):
-                rows_ids.append([cls_id] + pieces[start:start + length] + [sep_id])
+                rows_ids.append([cls_id] + pieces[start : start + length] + [sep_id])
                 rows_word.append(labels)
                 window_sentence.append(s)
         n = len(rows_ids)
         input_word_ids = np.full([n, seq_length], pad_id, np.int32)
         input_mask = np.zeros([n, seq_length], np.int32)
         for i, row in enumerate(rows_ids):
-            input_word_ids[i, :len(row)] = row
-            input_mask[i, :len(row)] = 1
-        return cls(input_word_ids, input_mask, np.zeros([n, seq_length], np.int32),
-                   np.array(rows_word, np.int32).reshape([n, seq_length]),
-                   np.array(window_sentence, np.int32),
-                   np.array([len(s) for s in word_pieces], np.int32), seq_length, stride)
+            input_word_ids[i, : len(row)] = row
+            input_mask[i, : len(row)] = 1
+        return cls(
+            input_word_ids,
+            input_mask,
+            np.zeros([n, seq_length], np.int32),
+            np.array(rows_word, np.int32).reshape([n, seq_length]),
+            np.array(window_sentence, np.int32),
+            np.array([len(s) for s in word_pieces], np.int32),
+            seq_length,
+            stride,
+        )
 
     @property
     def inputs(self):
         """The model inputs: {input_word_ids, input_mask, input_type_ids}."""
-        return {"input_word_ids": self.input_word_ids, "input_mask": self.input_mask,
-                "input_type_ids": self.input_type_ids}
+        return {
+            "input_word_ids": self.input_word_ids,
+            "input_mask": self.input_mask,
+            "input_type_ids": self.input_type_ids,
+        }
 
     @property
     def num_windows(self):
@@ -174,9 +209,11 @@ class WordWindows:
         return int(np.sum(np.bincount(self.window_sentence, minlength=self.num_sentences) > 1))
 
     def __repr__(self):
-        return (f"WordWindows({self.num_sentences} sentences, {self.num_windows} windows, "
-                f"{self.num_long_sentences} sentences in several windows, seq_length="
-                f"{self.seq_length}, stride={self.stride})")
+        return (
+            f"WordWindows({self.num_sentences} sentences, {self.num_windows} windows, "
+            f"{self.num_long_sentences} sentences in several windows, seq_length="
+            f"{self.seq_length}, stride={self.stride})"
+        )
 
 
 def window_labels(windows, tag_ids_per_sentence):
@@ -185,13 +222,15 @@ def window_labels(windows, tag_ids_per_sentence):
     `tag_ids_per_sentence[s]` holds one tag id per word of sentence s.
     """
     if len(tag_ids_per_sentence) != windows.num_sentences:
-        raise ValueError(f"{len(tag_ids_per_sentence)} tag lists for "
-                         f"{windows.num_sentences} sentences")
+        raise ValueError(
+            f"{len(tag_ids_per_sentence)} tag lists for {windows.num_sentences} sentences"
+        )
     labels = np.full(windows.label_word.shape, IGNORE, np.int32)
     for s, tags in enumerate(tag_ids_per_sentence):
         if len(tags) != windows.words_per_sentence[s]:
-            raise ValueError(f"sentence {s} has {windows.words_per_sentence[s]} words but "
-                             f"{len(tags)} tags")
+            raise ValueError(
+                f"sentence {s} has {windows.words_per_sentence[s]} words but {len(tags)} tags"
+            )
     for i, s in enumerate(windows.window_sentence):
         row = windows.label_word[i]
         where = np.nonzero(row >= 0)[0]
@@ -204,8 +243,9 @@ def word_logits(windows, logits):
     taken from the window that owns it."""
     logits = np.asarray(logits)
     if logits.shape[:2] != windows.label_word.shape:
-        raise ValueError(f"logits of shape {logits.shape} for windows of shape "
-                         f"{windows.label_word.shape}")
+        raise ValueError(
+            f"logits of shape {logits.shape} for windows of shape {windows.label_word.shape}"
+        )
     out = [np.zeros([n, logits.shape[-1]], logits.dtype) for n in windows.words_per_sentence]
     for i, s in enumerate(windows.window_sentence):
         where = np.nonzero(windows.label_word[i] >= 0)[0]

@@ -24,6 +24,7 @@ True
 >>> keeper.save().endswith("ckpt-0")
 True
 """
+
 import os
 import shutil
 import signal
@@ -75,16 +76,22 @@ class Checkpointer:
         # The optimizer reaches every trainable variable; the non-trainable ones (dropout seed
         # states among them) are listed too, so a resumed run draws the same dropout masks.
         self.checkpoint = tf.train.Checkpoint(
-            model=model, optimizer=optimizer,
-            non_trainable_variables=list(model.non_trainable_variables))
+            model=model,
+            optimizer=optimizer,
+            non_trainable_variables=list(model.non_trainable_variables),
+        )
         if chief:
             tf.io.gfile.makedirs(directory)
             self._write_dir = directory
         else:
             self._write_dir = tempfile.mkdtemp(prefix="albert_tf_worker_ckpt_")
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, self._write_dir, max_to_keep=max_to_keep if chief else 1,
-            step_counter=optimizer.iterations, checkpoint_name="ckpt")
+            self.checkpoint,
+            self._write_dir,
+            max_to_keep=max_to_keep if chief else 1,
+            step_counter=optimizer.iterations,
+            checkpoint_name="ckpt",
+        )
 
     def latest(self):
         """Path prefix of the newest checkpoint in the chief's directory, or None."""
@@ -101,7 +108,8 @@ class Checkpointer:
                 raise InvalidFlagError(
                     f"{what or self.directory} holds a run of another model "
                     f"({describe_shape_differences(differences)}): resume it with its own "
-                    "settings or use a new --output_dir")
+                    "settings or use a new --output_dir"
+                )
             self.checkpoint.restore(path).assert_existing_objects_matched()
             logging.info("Restored %s (step %d)", path, int(self.optimizer.iterations.numpy()))
         return path
@@ -143,8 +151,11 @@ def _saved_shapes(checkpoint, path):
             if attribute.name == "VARIABLE_VALUE" and attribute.checkpoint_key in shapes:
                 saved[id(trackable)] = tuple(shapes[attribute.checkpoint_key])
         children = view.children(trackable)
-        pending.extend((children[ref.local_name], ref.node_id) for ref in node.children
-                       if ref.local_name in children)
+        pending.extend(
+            (children[ref.local_name], ref.node_id)
+            for ref in node.children
+            if ref.local_name in children
+        )
     return saved
 
 
@@ -156,8 +167,9 @@ def shape_differences(checkpoint, path, variables):
     for variable in variables:
         shape = saved.get(id(variable))
         if shape != tuple(variable.shape):
-            differences.append((getattr(variable, "path", variable.name), shape,
-                                tuple(variable.shape)))
+            differences.append(
+                (getattr(variable, "path", variable.name), shape, tuple(variable.shape))
+            )
     return differences
 
 
@@ -171,8 +183,10 @@ def describe_shape_differences(differences, limit=4):
                 settings.setdefault(setting, f"{setting} {saved[axis]} there vs {now[axis]} now")
     if settings:
         return ", ".join(list(settings.values())[:limit])
-    return ", ".join(f"{name}: {'absent' if saved is None else saved} there vs {now} now"
-                     for name, saved, now in differences[:limit])
+    return ", ".join(
+        f"{name}: {'absent' if saved is None else saved} there vs {now} now"
+        for name, saved, now in differences[:limit]
+    )
 
 
 def check_same_settings(previous, current, what, limit=4):
@@ -180,10 +194,13 @@ def check_same_settings(previous, current, what, limit=4):
     and `current` differ, naming the settings: "hidden_size: 32 there vs 64 now"."""
     differing = sorted(k for k in set(previous) | set(current) if previous.get(k) != current.get(k))
     if differing:
-        detail = ", ".join(f"{k}: {previous.get(k)} there vs {current.get(k)} now"
-                           for k in differing[:limit])
-        raise InvalidFlagError(f"{what} holds a run of another model ({detail}): resume it with "
-                               "its own settings or use a new --output_dir")
+        detail = ", ".join(
+            f"{k}: {previous.get(k)} there vs {current.get(k)} now" for k in differing[:limit]
+        )
+        raise InvalidFlagError(
+            f"{what} holds a run of another model ({detail}): resume it with "
+            "its own settings or use a new --output_dir"
+        )
 
 
 # What a fine-tuning run treats as "save and stop": preemption and Ctrl-C.
@@ -212,8 +229,10 @@ class PreemptionWatcher:
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt  # a second Ctrl-C stops at once
         if not self.requested:
-            logging.warning("Received signal %d: saving a checkpoint at the end of this loop, then "
-                            "exiting", signum)
+            logging.warning(
+                "Received signal %d: saving a checkpoint at the end of this loop, then exiting",
+                signum,
+            )
         self.requested = True
 
     def __enter__(self):

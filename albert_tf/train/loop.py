@@ -25,6 +25,7 @@ The optimizer must be built (`optimizer.build(model.trainable_variables)`) insid
 >>> result = trainer.train(iterator, 100)                                     # doctest: +SKIP
 >>> result.stats["examples"], result.gradient_norm, result.first_nonfinite_step  # doctest: +SKIP
 """
+
 import dataclasses
 from typing import Dict, Optional
 
@@ -95,8 +96,9 @@ class Trainer:
             self.optimizer.update_step(gradient, variable, lr)
 
         for gradient, variable in zip(gradients, self.variables):
-            strategy.extended.update(variable.value, update, args=(gradient, learning_rate),
-                                     group=False)
+            strategy.extended.update(
+                variable.value, update, args=(gradient, learning_rate), group=False
+            )
         self.optimizer.iterations.assign_add(1)
 
     def _replica_step(self, batch):
@@ -113,7 +115,8 @@ class Trainer:
     # ------------------------------------------------------------------ host loops
     def _sum(self, per_replica):
         return tf.nest.map_structure(
-            lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None), per_replica)
+            lambda v: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None), per_replica
+        )
 
     def _train_loop_body(self, iterator, num_steps):
         keys = sorted(self.task.stat_keys)
@@ -126,7 +129,9 @@ class Trainer:
             norm = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, norm, axis=None)
             values = [stats[k] for k in keys]
             finite = tf.reduce_all(tf.math.is_finite(tf.stack(values + [norm])))
-            first_bad = tf.where(tf.logical_and(first_bad < 0, tf.logical_not(finite)), i, first_bad)
+            first_bad = tf.where(
+                tf.logical_and(first_bad < 0, tf.logical_not(finite)), i, first_bad
+            )
             sums = [s + v for s, v in zip(sums, values)]
             norm_sum += norm
         return dict(zip(keys, sums)), norm_sum, first_bad
@@ -142,9 +147,12 @@ class Trainer:
         """Runs `num_steps` training steps; returns a LoopResult of summed statistics."""
         stats, norm_sum, first_bad = self._train_loop(iterator, tf.constant(num_steps, tf.int32))
         first_bad = int(first_bad)
-        return LoopResult(steps=num_steps, stats={k: v.numpy() for k, v in stats.items()},
-                          gradient_norm=float(norm_sum) / max(num_steps, 1),
-                          first_nonfinite_step=None if first_bad < 0 else first_bad)
+        return LoopResult(
+            steps=num_steps,
+            stats={k: v.numpy() for k, v in stats.items()},
+            gradient_norm=float(norm_sum) / max(num_steps, 1),
+            first_nonfinite_step=None if first_bad < 0 else first_bad,
+        )
 
     def evaluate(self, dataset, max_steps):
         """Evaluates on a fresh pass over the distributed `dataset` (at most `max_steps` batches)."""
@@ -156,8 +164,10 @@ class Trainer:
             sums = stats if sums is None else {k: sums[k] + stats[k] for k in sums}
             steps += 1
         if sums is None:
-            raise ValueError("the evaluation data yielded no batch: it holds fewer examples than one "
-                             "global eval batch")
+            raise ValueError(
+                "the evaluation data yielded no batch: it holds fewer examples than one "
+                "global eval batch"
+            )
         return LoopResult(steps=steps, stats=sums)
 
     def weights_are_finite(self):

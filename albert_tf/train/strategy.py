@@ -13,6 +13,7 @@ One custom loop serves every strategy; this module only turns a name into a stra
 >>> strategy.num_replicas_in_sync
 1
 """
+
 import json
 import os
 
@@ -37,13 +38,15 @@ def configure_logical_cpus(count):
     cpus = tf.config.list_physical_devices("CPU")
     try:
         tf.config.set_logical_device_configuration(
-            cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+            cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(count)]
+        )
     except RuntimeError:
         existing = tf.config.list_logical_devices("CPU")
         if len(existing) != count:
             raise StrategyError(
                 f"--logical_cpus={count}: TensorFlow's devices are already initialised with "
-                f"{len(existing)} logical CPU(s); configure logical CPUs before running any op") from None
+                f"{len(existing)} logical CPU(s); configure logical CPUs before running any op"
+            ) from None
     return [d.name for d in tf.config.list_logical_devices("CPU")]
 
 
@@ -59,7 +62,8 @@ def _tpu_strategy(tpu):
         raise StrategyError(
             f"--strategy=tpu: no TPU found at --tpu={address!r} ({first_line}). Run on a Cloud TPU "
             "VM with tensorflow-tpu installed (--tpu=local), or pass --tpu=NAME of a TPU node; on "
-            "CPU or GPU use --strategy=one_device or --strategy=mirrored") from None
+            "CPU or GPU use --strategy=one_device or --strategy=mirrored"
+        ) from None
     return tf.distribute.TPUStrategy(resolver)
 
 
@@ -69,14 +73,23 @@ def _multi_worker_strategy():
         raise StrategyError(
             "--strategy=multi_worker needs the TF_CONFIG environment variable (cluster and task), "
             'e.g. {"cluster": {"worker": ["host1:port", "host2:port"]}, '
-            '"task": {"type": "worker", "index": 0}}')
+            '"task": {"type": "worker", "index": 0}}'
+        )
     try:
         config = json.loads(raw)
     except ValueError as e:
-        raise StrategyError(f"--strategy=multi_worker: TF_CONFIG is not valid JSON ({e}): {raw!r}") from None
-    if not isinstance(config, dict) or "cluster" not in config or "type" not in config.get("task", {}):
-        raise StrategyError(f"--strategy=multi_worker: TF_CONFIG needs 'cluster' and 'task' "
-                           f"{{'type', 'index'}} entries, got {raw!r}")
+        raise StrategyError(
+            f"--strategy=multi_worker: TF_CONFIG is not valid JSON ({e}): {raw!r}"
+        ) from None
+    if (
+        not isinstance(config, dict)
+        or "cluster" not in config
+        or "type" not in config.get("task", {})
+    ):
+        raise StrategyError(
+            f"--strategy=multi_worker: TF_CONFIG needs 'cluster' and 'task' "
+            f"{{'type', 'index'}} entries, got {raw!r}"
+        )
     return tf.distribute.MultiWorkerMirroredStrategy()
 
 
@@ -103,8 +116,9 @@ def create_strategy(name, tpu=None, logical_cpus=0):
     else:
         device = "/gpu:0" if tf.config.list_physical_devices("GPU") else "/cpu:0"
         strategy = tf.distribute.OneDeviceStrategy(device)
-    logging.info("Strategy %s: %d replica(s) in sync", type(strategy).__name__,
-                 strategy.num_replicas_in_sync)
+    logging.info(
+        "Strategy %s: %d replica(s) in sync", type(strategy).__name__, strategy.num_replicas_in_sync
+    )
     return strategy
 
 

@@ -7,6 +7,7 @@ Only the chief writes summaries (other workers get a no-op writer). TF 2.21 need
 ...                              "sentence_order_accuracy": 0.61}, 0.00123, 0.83, 412.0, 192.0)
 'step 200/1000 (20%) | loss 5.123 | mlm_acc 21.34% | sop_acc 61.00% | lr 1.23e-03 | grad_norm 0.830 | 412 examples/s | ETA 3m12s'
 """
+
 import os
 
 import tensorflow as tf
@@ -16,7 +17,8 @@ def _require_tensorboard():
     if not hasattr(tf.summary, "scalar"):
         raise ImportError(
             "tf.summary.scalar is missing: TensorFlow >= 2.21 needs the `tensorboard` package for "
-            "summaries (pip install tensorboard)")
+            "summaries (pip install tensorboard)"
+        )
 
 
 class SummaryWriter:
@@ -59,11 +61,14 @@ def format_duration(seconds):
     return f"{secs}s"
 
 
-def format_progress(step, total_steps, metrics, learning_rate, gradient_norm, examples_per_second,
-                    eta_seconds):
+def format_progress(
+    step, total_steps, metrics, learning_rate, gradient_norm, examples_per_second, eta_seconds
+):
     """The log line printed after every loop of training steps."""
-    return (f"step {step}/{total_steps} ({100.0 * step / max(total_steps, 1):.0f}%) | "
-            f"loss {metrics['loss']:.3f} | mlm_acc {100 * metrics['masked_lm_accuracy']:.2f}% | "
-            f"sop_acc {100 * metrics['sentence_order_accuracy']:.2f}% | lr {learning_rate:.2e} | "
-            f"grad_norm {gradient_norm:.3f} | {examples_per_second:.0f} examples/s | "
-            f"ETA {format_duration(eta_seconds)}")
+    return (
+        f"step {step}/{total_steps} ({100.0 * step / max(total_steps, 1):.0f}%) | "
+        f"loss {metrics['loss']:.3f} | mlm_acc {100 * metrics['masked_lm_accuracy']:.2f}% | "
+        f"sop_acc {100 * metrics['sentence_order_accuracy']:.2f}% | lr {learning_rate:.2e} | "
+        f"grad_norm {gradient_norm:.3f} | {examples_per_second:.0f} examples/s | "
+        f"ETA {format_duration(eta_seconds)}"
+    )

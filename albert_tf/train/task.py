@@ -23,6 +23,7 @@ masked_lm_weights), sentence_order_accuracy and sentence_order_loss per example.
 ...               "sentence_order_nll": 2.0, "sentence_order_correct": 3.0, "examples": 4.0})["loss"]
 2.0
 """
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -30,8 +31,14 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 
 # Local sums each step returns; the loop adds them over replicas and steps.
-STAT_KEYS = ("masked_lm_nll", "masked_lm_correct", "masked_lm_weight",
-             "sentence_order_nll", "sentence_order_correct", "examples")
+STAT_KEYS = (
+    "masked_lm_nll",
+    "masked_lm_correct",
+    "masked_lm_weight",
+    "sentence_order_nll",
+    "sentence_order_correct",
+    "examples",
+)
 MODEL_INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 _MLM_EPSILON = 1e-5  # the original's denominator guard
 
@@ -55,8 +62,15 @@ class PretrainingTask:
 
     stat_keys = STAT_KEYS
 
-    def __init__(self, config, max_seq_length=512, max_predictions_per_seq=20, seed=None,
-                 dynamic_masking=False, spm_model_file=None):
+    def __init__(
+        self,
+        config,
+        max_seq_length=512,
+        max_predictions_per_seq=20,
+        seed=None,
+        dynamic_masking=False,
+        spm_model_file=None,
+    ):
         if not isinstance(config, AlbertConfig):
             raise TypeError(f"PretrainingTask needs an AlbertConfig, got {type(config).__name__}")
         self.config = config
@@ -94,20 +108,28 @@ class PretrainingTask:
         """Per-replica batches of `batch_size` from pretraining TFRecords."""
         from albert_tf.data import pipeline
 
-        common = dict(batch_size=batch_size, max_seq_length=self.max_seq_length,
-                      max_predictions_per_seq=self.max_predictions_per_seq,
-                      is_training=is_training, input_context=input_context, seed=seed)
+        common = dict(
+            batch_size=batch_size,
+            max_seq_length=self.max_seq_length,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+            is_training=is_training,
+            input_context=input_context,
+            seed=seed,
+        )
         if self.dynamic_masking:
-            return pipeline.dynamic_masking_dataset(file_patterns, spm_model_file=self.spm_model_file,
-                                                    **common)
+            return pipeline.dynamic_masking_dataset(
+                file_patterns, spm_model_file=self.spm_model_file, **common
+            )
         return pipeline.pretraining_dataset(file_patterns, **common)
 
     # ------------------------------------------------------------------ loss
     @staticmethod
     def normalizers(batch):
         """Local counts whose sum over replicas normalises the losses."""
-        return {"masked_lm_weight": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
-                "examples": tf.cast(tf.shape(batch["next_sentence_labels"])[0], tf.float32)}
+        return {
+            "masked_lm_weight": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
+            "examples": tf.cast(tf.shape(batch["next_sentence_labels"])[0], tf.float32),
+        }
 
     @staticmethod
     def _statistics(outputs, batch):
@@ -116,11 +138,15 @@ class PretrainingTask:
         ids = tf.cast(batch["masked_lm_ids"], tf.int32)
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
         mlm_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=mlm_logits)
-        mlm_hit = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32), ids), tf.float32)
+        mlm_hit = tf.cast(
+            tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32), ids), tf.float32
+        )
         sop_logits = tf.cast(outputs["sop_logits"], tf.float32)
         labels = tf.cast(batch["next_sentence_labels"], tf.int32)
         sop_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=sop_logits)
-        sop_hit = tf.cast(tf.equal(tf.argmax(sop_logits, -1, output_type=tf.int32), labels), tf.float32)
+        sop_hit = tf.cast(
+            tf.equal(tf.argmax(sop_logits, -1, output_type=tf.int32), labels), tf.float32
+        )
         return {
             "masked_lm_nll": tf.reduce_sum(weights * mlm_nll),
             "masked_lm_correct": tf.reduce_sum(weights * mlm_hit),
@@ -134,8 +160,10 @@ class PretrainingTask:
         """(this replica's share of the global loss, local sums of STAT_KEYS)."""
         outputs = model({k: batch[k] for k in MODEL_INPUT_KEYS}, training=training)
         stats = self._statistics(outputs, batch)
-        loss = (stats["masked_lm_nll"] / (totals["masked_lm_weight"] + _MLM_EPSILON)
-                + stats["sentence_order_nll"] / totals["examples"])
+        loss = (
+            stats["masked_lm_nll"] / (totals["masked_lm_weight"] + _MLM_EPSILON)
+            + stats["sentence_order_nll"] / totals["examples"]
+        )
         return loss, stats
 
     def eval_statistics(self, model, batch):
@@ -145,10 +173,13 @@ class PretrainingTask:
         weights = tf.reshape(tf.cast(batch["masked_lm_weights"], tf.float32), [-1])
         ids = tf.reshape(tf.cast(batch["masked_lm_ids"], tf.int32), [-1])
         stats["masked_lm_target_counts"] = tf.math.unsorted_segment_sum(
-            weights, ids, self.config.vocab_size)
+            weights, ids, self.config.vocab_size
+        )
         # (one_hot, not bincount: XLA would recompile bincount for every batch)
         stats["sentence_order_label_counts"] = tf.reduce_sum(
-            tf.one_hot(tf.cast(batch["next_sentence_labels"], tf.int32), 2, dtype=tf.float32), axis=0)
+            tf.one_hot(tf.cast(batch["next_sentence_labels"], tf.int32), 2, dtype=tf.float32),
+            axis=0,
+        )
         return stats
 
     # ------------------------------------------------------------------ metrics

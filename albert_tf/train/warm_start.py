@@ -44,6 +44,7 @@ group counts nothing is copied from group 0:
 >>> warm_start(model, "gs://bucket/run/checkpoints/ckpt-1000", build_model)  # doctest: +SKIP
 []
 """
+
 import os
 
 import tensorflow as tf
@@ -84,15 +85,19 @@ def load_source(path, build_model):
             return io.load(path)
         raise FileNotFoundError(
             f"--init_checkpoint={path!r}: neither a saved albert_tf model directory (with "
-            "config.json) nor a training checkpoint (ckpt-N.index, or a directory holding one)")
+            "config.json) nor a training checkpoint (ckpt-N.index, or a directory holding one)"
+        )
     directory = os.path.dirname(prefix)
     config_path = _find_config(directory) or _find_config(os.path.dirname(directory))
     if config_path is None:
         raise FileNotFoundError(
             f"--init_checkpoint={path!r}: found checkpoint {prefix} but no albert_config.json beside "
-            "it or in its parent directory to build the model it holds")
+            "it or in its parent directory to build the model it holds"
+        )
     source = build_model(AlbertConfig.from_json_file(config_path))
-    tf.train.Checkpoint(model=source).restore(prefix).expect_partial().assert_existing_objects_matched()
+    tf.train.Checkpoint(model=source).restore(
+        prefix
+    ).expect_partial().assert_existing_objects_matched()
     logging.info("Read model weights of %s (config %s)", prefix, config_path)
     return source
 
@@ -109,21 +114,34 @@ def copy_weights(source, target, init_from_group0=False):
     for variable in target.variables:
         src = by_path.get(variable.path)
         if src is None:
-            raise ValueError(f"--init_checkpoint: the source model has no variable {variable.path!r}")
+            raise ValueError(
+                f"--init_checkpoint: the source model has no variable {variable.path!r}"
+            )
         if tuple(src.shape) == tuple(variable.shape):
             variable.assign(src.value)
-        elif (init_from_group0 and len(variable.shape) >= 2 and len(src.shape) == len(variable.shape)
-              and tuple(src.shape[1:]) == tuple(variable.shape[1:])):
+        elif (
+            init_from_group0
+            and len(variable.shape) >= 2
+            and len(src.shape) == len(variable.shape)
+            and tuple(src.shape[1:]) == tuple(variable.shape[1:])
+        ):
             variable.assign(tf.broadcast_to(src.value[:1], variable.shape))
             copied_from_group0.append(variable.path)
         else:
-            hint = ("" if init_from_group0 else
-                    " (a model with more groups can start from group 0 with --init_from_group0)")
-            raise ValueError(f"--init_checkpoint: variable {variable.path!r} has shape "
-                             f"{tuple(src.shape)} in the source, {tuple(variable.shape)} here{hint}")
+            hint = (
+                ""
+                if init_from_group0
+                else " (a model with more groups can start from group 0 with --init_from_group0)"
+            )
+            raise ValueError(
+                f"--init_checkpoint: variable {variable.path!r} has shape "
+                f"{tuple(src.shape)} in the source, {tuple(variable.shape)} here{hint}"
+            )
     if copied_from_group0:
-        logging.info("init_from_group0: copied group 0 into every group of %d variables",
-                     len(copied_from_group0))
+        logging.info(
+            "init_from_group0: copied group 0 into every group of %d variables",
+            len(copied_from_group0),
+        )
     return copied_from_group0
 
 

@@ -1,4 +1,5 @@
 """albert_tf.files: atomic writes leave no partial file; JSON errors name the file and line."""
+
 import json
 import os
 

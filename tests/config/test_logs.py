@@ -1,4 +1,5 @@
 """albert_tf.logs.show_progress: INFO lines from plain Python, never twice under app.run."""
+
 import logging
 
 import pytest

@@ -3,6 +3,7 @@
 The fixtures in fixtures/ were written by fixtures/generate_parity_fixtures.py with transformers
 4.57.6 (PyTorch); these tests need neither torch nor transformers.
 """
+
 import json
 import os
 import shutil
@@ -30,9 +31,12 @@ def expected_outputs(name):
 
 
 def model_inputs(expected):
-    return {"input_word_ids": expected["input_ids"], "input_mask": expected["attention_mask"],
-            "input_type_ids": expected["token_type_ids"],
-            "masked_lm_positions": expected["masked_positions"]}
+    return {
+        "input_word_ids": expected["input_ids"],
+        "input_mask": expected["attention_mask"],
+        "input_type_ids": expected["token_type_ids"],
+        "masked_lm_positions": expected["masked_positions"],
+    }
 
 
 def outputs_of(pretrainer, expected):
@@ -40,23 +44,31 @@ def outputs_of(pretrainer, expected):
     inputs = model_inputs(expected)
     backbone = pretrainer.backbone(inputs)
     heads = pretrainer(inputs)
-    return {"last_hidden_state": backbone["sequence_output"].numpy(),
-            "pooler_output": backbone["pooled_output"].numpy(),
-            "prediction_logits": heads["mlm_logits"].numpy(),
-            "sop_logits": heads["sop_logits"].numpy()}
+    return {
+        "last_hidden_state": backbone["sequence_output"].numpy(),
+        "pooler_output": backbone["pooled_output"].numpy(),
+        "prediction_logits": heads["mlm_logits"].numpy(),
+        "sop_logits": heads["sop_logits"].numpy(),
+    }
 
 
 def assert_parity(pretrainer, expected):
     """Every output HF produced for the fixture agrees with ours to 1e-5."""
     ours = outputs_of(pretrainer, expected)
     valid = expected["attention_mask"].astype(bool)
-    np.testing.assert_allclose(ours["last_hidden_state"][valid], expected["last_hidden_state"][valid],
-                               rtol=0, atol=TOLERANCE, err_msg="sequence_output (valid positions)")
+    np.testing.assert_allclose(
+        ours["last_hidden_state"][valid],
+        expected["last_hidden_state"][valid],
+        rtol=0,
+        atol=TOLERANCE,
+        err_msg="sequence_output (valid positions)",
+    )
     compared = []
     for key in ("last_hidden_state", "pooler_output", "prediction_logits", "sop_logits"):
         if key in expected:
-            np.testing.assert_allclose(ours[key], expected[key], rtol=0, atol=TOLERANCE,
-                                       err_msg=key)
+            np.testing.assert_allclose(
+                ours[key], expected[key], rtol=0, atol=TOLERANCE, err_msg=key
+            )
             compared.append(key)
     return compared
 
@@ -70,9 +82,16 @@ def read_tf1(prefix):
 def fx():
     """The fixture files and the parity helpers, as one namespace."""
     return types.SimpleNamespace(
-        path=fixture_path, expected=expected_outputs, inputs=model_inputs, outputs=outputs_of,
-        assert_parity=assert_parity, read_tf1=read_tf1, hf_names=HF_FIXTURES,
-        original_prefix=ORIGINAL_PREFIX, original_dir=fixture_path(ORIGINAL_FIXTURE))
+        path=fixture_path,
+        expected=expected_outputs,
+        inputs=model_inputs,
+        outputs=outputs_of,
+        assert_parity=assert_parity,
+        read_tf1=read_tf1,
+        hf_names=HF_FIXTURES,
+        original_prefix=ORIGINAL_PREFIX,
+        original_dir=fixture_path(ORIGINAL_FIXTURE),
+    )
 
 
 @pytest.fixture
@@ -81,6 +100,7 @@ def hf_copy(tmp_path):
 
     edit_tensors(dict of np arrays) and edit_config(dict) modify the copy in place.
     """
+
     def make(name, edit_tensors=None, edit_config=None):
         directory = tmp_path / name
         shutil.copytree(fixture_path(name), directory)
@@ -95,6 +115,7 @@ def hf_copy(tmp_path):
             edit_config(values)
             path.write_text(json.dumps(values))
         return str(directory)
+
     return make
 
 
@@ -123,4 +144,5 @@ def original_copy(tmp_path):
         config_path = directory / "albert_config.json"
         config_path.write_text(json.dumps(values))
         return prefix, str(config_path)
+
     return make

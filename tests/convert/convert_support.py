@@ -1,5 +1,6 @@
 """Shared by the conversion tests: running scripts/convert_checkpoint.py, model inputs from a
 fixture, weights by name, reading a Hugging Face directory, optional imports."""
+
 import importlib
 import json
 import os
@@ -15,21 +16,28 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "convert
 def run_convert(*flags):
     """scripts/convert_checkpoint.py with `flags`; the CompletedProcess (text output)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, SCRIPT, *flags], capture_output=True, text=True,
-                          env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, SCRIPT, *flags], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def fixture_inputs(expected):
     """The model inputs of a fixture's expected.npz (HF names -> albert_tf names)."""
-    return {"input_word_ids": expected["input_ids"], "input_mask": expected["attention_mask"],
-            "input_type_ids": expected["token_type_ids"]}
+    return {
+        "input_word_ids": expected["input_ids"],
+        "input_mask": expected["attention_mask"],
+        "input_type_ids": expected["token_type_ids"],
+    }
 
 
 def weights_by_name(model):
     """{variable path without the model or backbone prefix: value} (RNG state left out)."""
     prefixes = (model.backbone.name + "/", model.name + "/")
-    return {next((v.path[len(p):] for p in prefixes if v.path.startswith(p)), v.path): v.numpy()
-            for v in model.weights if "seed_generator" not in v.path}
+    return {
+        next((v.path[len(p) :] for p in prefixes if v.path.startswith(p)), v.path): v.numpy()
+        for v in model.weights
+        if "seed_generator" not in v.path
+    }
 
 
 def assert_same_weights(model, other, skip=()):
@@ -56,5 +64,7 @@ def import_or_skip(name):
     try:
         return importlib.import_module(name)
     except ImportError as e:  # not installed, or broken: only the fixture generator needs it
-        pytest.skip(f"{name} is not importable ({e}); install the fixture extras (torch, "
-                    f"transformers) to check that Hugging Face loads the export")
+        pytest.skip(
+            f"{name} is not importable ({e}); install the fixture extras (torch, "
+            f"transformers) to check that Hugging Face loads the export"
+        )

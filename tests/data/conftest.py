@@ -1,4 +1,5 @@
 """Fixtures of the data tests: a tokenizer on the shared tiny SentencePiece model."""
+
 import pytest
 
 

@@ -1,5 +1,6 @@
 """Atomic outputs never show a partial file to a glob of the outputs, and the next run removes
 what a killed one left behind."""
+
 import glob
 import os
 
@@ -32,7 +33,8 @@ def test_the_next_run_removes_what_a_killed_run_left(tmp_path):
         writer.commit()
     killed._done = True  # (its handles are gone in a real kill)
     assert sorted(os.listdir(tmp_path)) == sorted(
-        [os.path.basename(p) for p in paths] + [unrelated.name])
+        [os.path.basename(p) for p in paths] + [unrelated.name]
+    )
 
 
 def test_write_atomic_stages_under_a_hidden_name(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
 """create_pretraining_data refuses outputs that are inputs and corpora that are not UTF-8 text."""
+
 import os
 import shutil
 
@@ -14,12 +15,16 @@ def _config():
     masks = masking.MaskingConfig(max_predictions_per_seq=PRED)
     return pretraining.CreationConfig(
         instance=instances.InstanceConfig(max_seq_length=SEQ, masking=masks),
-        dupe_factor=1, document_window=20, shuffle_buffer_size=50)
+        dupe_factor=1,
+        document_window=20,
+        shuffle_buffer_size=50,
+    )
 
 
 def _create(spec, output, spm_model_file, **kwargs):
-    return pretraining.create_pretraining_data(spec, output, spm_model_file, config=_config(),
-                                               **kwargs)
+    return pretraining.create_pretraining_data(
+        spec, output, spm_model_file, config=_config(), **kwargs
+    )
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +34,9 @@ def prose(corpus_file):
 
 
 @pytest.mark.parametrize("shards", [1, 2])
-def test_an_output_that_is_an_input_is_refused_before_writing(tmp_path, prose, spm_model_file,
-                                                               shards):
+def test_an_output_that_is_an_input_is_refused_before_writing(
+    tmp_path, prose, spm_model_file, shards
+):
     data = tmp_path / "data"
     data.mkdir()
     corpus = data / "corpus.txt"
@@ -40,22 +46,36 @@ def test_an_output_that_is_an_input_is_refused_before_writing(tmp_path, prose, s
     cases = []
     if shards == 1:
         # The output named directly, through a symlink, and as the second of a comma list.
-        cases += [(str(corpus), str(corpus), f"--output_file={corpus} is also an input file"),
-                  (str(data / "*"), str(tmp_path / "link.txt"),
-                   f"--output_file={tmp_path / 'link.txt'} is also an input file"),
-                  (str(corpus), f"{tmp_path / 'a.tfrecord'},{corpus}",
-                   f"--output_file={corpus} is")]
+        cases += [
+            (str(corpus), str(corpus), f"--output_file={corpus} is also an input file"),
+            (
+                str(data / "*"),
+                str(tmp_path / "link.txt"),
+                f"--output_file={tmp_path / 'link.txt'} is also an input file",
+            ),
+            (str(corpus), f"{tmp_path / 'a.tfrecord'},{corpus}", f"--output_file={corpus} is"),
+        ]
         # The summary written beside the output.
         summary = data / "out.tfrecord.summary.json"
         summary.write_text(prose, encoding="utf-8")
-        cases.append((str(data), str(data / "out.tfrecord"), f"--output_file="
-                      f"{data / 'out.tfrecord'} writes {summary}, which is also an input file"))
+        cases.append(
+            (
+                str(data),
+                str(data / "out.tfrecord"),
+                f"--output_file="
+                f"{data / 'out.tfrecord'} writes {summary}, which is also an input file",
+            )
+        )
     else:
         shard = data / "train-00001-of-00002.tfrecord"
         shard.write_text(prose, encoding="utf-8")
-        cases.append((str(data / "*"), str(data / "train"),
-                      f"--output_file={data / 'train'} writes {shard}, which is also an input "
-                      "file"))
+        cases.append(
+            (
+                str(data / "*"),
+                str(data / "train"),
+                f"--output_file={data / 'train'} writes {shard}, which is also an input file",
+            )
+        )
     listing = sorted(os.listdir(data))
     for spec, output, message in cases:
         with pytest.raises(UserError) as error:
@@ -96,8 +116,10 @@ def _bad_corpora(directory, prose):
     def fraction(path):
         bad, lines = _undecodable(path.read_bytes())
         assert bad < lines
-        return (f"{bad / lines:.0%} of the non-blank lines of the file ({bad} of {lines}) are not "
-                "valid UTF-8")
+        return (
+            f"{bad / lines:.0%} of the non-blank lines of the file ({bad} of {lines}) are not "
+            "valid UTF-8"
+        )
 
     return {
         "latin1": (latin1, f"{latin1}: {fraction(latin1)}"),
@@ -117,8 +139,13 @@ def test_files_that_are_not_utf8_text_stop_with_their_name(tmp_path, prose, spm_
                 if strict and name == "late":
                     continue  # --strict stops at the first bad line instead
                 with pytest.raises(UserError) as error:
-                    _create(str(path), str(tmp_path / "out" / "o.tfrecord"), spm_model_file,
-                            num_workers=num_workers, strict=strict)
+                    _create(
+                        str(path),
+                        str(tmp_path / "out" / "o.tfrecord"),
+                        spm_model_file,
+                        num_workers=num_workers,
+                        strict=strict,
+                    )
                 assert str(error.value).startswith(message), (name, str(error.value))
                 if name in ("latin1", "late"):
                     assert "iconv -f latin1 -t utf-8" in str(error.value)

@@ -1,4 +1,5 @@
 """Segments A/B, SOP swaps checked against the source sentences, NSP negatives, layout."""
+
 import random
 
 import pytest
@@ -35,7 +36,7 @@ def _create(config, docs, passes=5):
 
 def _segments(inst):
     first_sep = inst.input_ids.index(SEP)
-    return inst.input_ids[1:first_sep], inst.input_ids[first_sep + 1:-1]
+    return inst.input_ids[1:first_sep], inst.input_ids[first_sep + 1 : -1]
 
 
 def test_sop_label_balance_and_swaps_against_source():
@@ -69,11 +70,17 @@ def test_nsp_random_next_sentence():
     docs, origin = _documents(120)
     # Targets longer than any document: the first chunk is the whole document (>= 2 sentences),
     # so its coin is a clean 50/50 (later chunks of one sentence are always random, as in the original).
-    config = instances.InstanceConfig(max_seq_length=512, short_seq_prob=0.0, random_next_sentence=True,
-                                      masking=None)
+    config = instances.InstanceConfig(
+        max_seq_length=512, short_seq_prob=0.0, random_next_sentence=True, masking=None
+    )
     results = _create(config, docs, passes=6)
-    first_of_each = [instances.create_instances(docs, i, instances.document_rng(1, dupe, i), config, VOCAB, CLS, SEP)[0]
-                     for dupe in range(6) for i in range(len(docs))]
+    first_of_each = [
+        instances.create_instances(
+            docs, i, instances.document_rng(1, dupe, i), config, VOCAB, CLS, SEP
+        )[0]
+        for dupe in range(6)
+        for i in range(len(docs))
+    ]
     random_docs = sum(inst.is_random_document for inst in first_of_each) / len(first_of_each)
     assert len(first_of_each) == 720
     assert random_docs == pytest.approx(0.5, abs=0.06)
@@ -87,8 +94,11 @@ def test_nsp_random_next_sentence():
 
 def test_layout_lengths_and_masking():
     docs, _ = _documents()
-    config = instances.InstanceConfig(max_seq_length=32, short_seq_prob=0.5,
-                                      masking=masking.MaskingConfig(max_predictions_per_seq=5))
+    config = instances.InstanceConfig(
+        max_seq_length=32,
+        short_seq_prob=0.5,
+        masking=masking.MaskingConfig(max_predictions_per_seq=5),
+    )
     short = 0
     for _, inst in _create(config, docs, passes=2):
         ids, segments = inst.input_ids, inst.segment_ids
@@ -96,7 +106,12 @@ def test_layout_lengths_and_masking():
         assert len(ids) <= 32 and a and b
         assert ids[0] == CLS and ids[-1] == SEP and ids.count(SEP) == 2
         assert segments == [0] * (len(a) + 2) + [1] * (len(b) + 1)
-        assert inst.token_boundary[0] == inst.token_boundary[len(a) + 1] == inst.token_boundary[-1] == 1
+        assert (
+            inst.token_boundary[0]
+            == inst.token_boundary[len(a) + 1]
+            == inst.token_boundary[-1]
+            == 1
+        )
         assert 1 <= len(inst.masked_lm_positions) <= 5
         assert all(0 < p < len(ids) - 1 and p != len(a) + 1 for p in inst.masked_lm_positions)
         short += len(ids) < 20
@@ -106,17 +121,31 @@ def test_layout_lengths_and_masking():
 def test_per_document_rng_is_independent_of_processing_order():
     docs, _ = _documents(10)
     config = instances.InstanceConfig(max_seq_length=48)
-    forward = {i: instances.create_instances(docs, i, instances.document_rng(3, 0, i), config, VOCAB, CLS, SEP)
-               for i in range(10)}
-    backward = {i: instances.create_instances(docs, i, instances.document_rng(3, 0, i), config, VOCAB, CLS, SEP)
-                for i in reversed(range(10))}
+    forward = {
+        i: instances.create_instances(
+            docs, i, instances.document_rng(3, 0, i), config, VOCAB, CLS, SEP
+        )
+        for i in range(10)
+    }
+    backward = {
+        i: instances.create_instances(
+            docs, i, instances.document_rng(3, 0, i), config, VOCAB, CLS, SEP
+        )
+        for i in reversed(range(10))
+    }
     assert forward == backward
-    other = instances.create_instances(docs, 0, instances.document_rng(4, 0, 0), config, VOCAB, CLS, SEP)
+    other = instances.create_instances(
+        docs, 0, instances.document_rng(4, 0, 0), config, VOCAB, CLS, SEP
+    )
     assert other != forward[0]
 
 
 def test_config_errors_name_the_value():
     with pytest.raises(ValueError, match="max_seq_length must be >= 5"):
         instances.InstanceConfig(max_seq_length=4)
-    with pytest.raises(ValueError, match="max_predictions_per_seq .30. exceeds max_seq_length .16."):
-        instances.InstanceConfig(max_seq_length=16, masking=masking.MaskingConfig(max_predictions_per_seq=30))
+    with pytest.raises(
+        ValueError, match="max_predictions_per_seq .30. exceeds max_seq_length .16."
+    ):
+        instances.InstanceConfig(
+            max_seq_length=16, masking=masking.MaskingConfig(max_predictions_per_seq=30)
+        )

@@ -1,4 +1,5 @@
 """n-gram whole-word masking: distributions, 80/10/10, special ids, whole words, budget."""
+
 import collections
 import random
 
@@ -22,8 +23,12 @@ def sequences(tokenizer, corpus_file):
     for a, b in zip(lines[0:800:2], lines[1:800:2]):
         ids_a, ids_b = tokenizer.encode_ids(a)[:60], tokenizer.encode_ids(b)[:60]
         ids = [tokenizer.cls_id] + ids_a + [tokenizer.sep_id] + ids_b + [tokenizer.sep_id]
-        starts = [1 if i in (tokenizer.cls_id, tokenizer.sep_id) else
-                  int(tokenizer.is_start_piece(tokenizer.id_to_piece(i))) for i in ids]
+        starts = [
+            1
+            if i in (tokenizer.cls_id, tokenizer.sep_id)
+            else int(tokenizer.is_start_piece(tokenizer.id_to_piece(i)))
+            for i in ids
+        ]
         out.append((ids, starts))
     return out
 
@@ -68,7 +73,9 @@ def test_masking_statistics_on_real_text(sequences, vocab, tokenizer):
     for seed, (ids, starts) in enumerate(sequences * 5):
         out = masking.mask_sequence(ids, starts, random.Random(seed), config, vocab)
         assert out.positions == sorted(set(out.positions))
-        assert len(out.positions) == masking.num_to_predict(len(ids), config)  # budget filled exactly
+        assert len(out.positions) == masking.num_to_predict(
+            len(ids), config
+        )  # budget filled exactly
         assert out.labels == [ids[p] for p in out.positions]
         words, _ = masking.group_words(ids, starts, set(vocab.special_ids))
         chosen = set(out.positions)
@@ -101,7 +108,9 @@ def test_words_and_ngrams_never_cross_special_tokens():
     vocab = masking.MaskingVocab(4, (0, 1, 2, 3, 4), tuple(range(5, 50)))
     config = masking.MaskingConfig(masked_lm_prob=1.0, max_predictions_per_seq=20, ngram=3)
     for seed in range(200):
-        out = masking.mask_sequence([2, 10, 3, 11, 3], [1, 1, 1, 1, 1], random.Random(seed), config, vocab)
+        out = masking.mask_sequence(
+            [2, 10, 3, 11, 3], [1, 1, 1, 1, 1], random.Random(seed), config, vocab
+        )
         assert out.span_lengths == [1, 1]  # one word per segment: no 2-gram across [SEP]
 
 

@@ -1,4 +1,5 @@
 """tf.data pipelines: static shapes, original-tool records, host sharding, dynamic masking."""
+
 import pytest
 import tensorflow as tf
 
@@ -6,9 +7,15 @@ from albert_tf.data import masking, pipeline, schema
 
 SEQ, PRED = 16, 4
 VOCAB = masking.MaskingVocab(4, (0, 1, 2, 3, 4), tuple(range(5, 100)))
-EXPECTED = {"input_word_ids": tf.int32, "input_mask": tf.int32, "input_type_ids": tf.int32,
-            "masked_lm_positions": tf.int32, "masked_lm_ids": tf.int32, "masked_lm_weights": tf.float32,
-            "next_sentence_labels": tf.int32}
+EXPECTED = {
+    "input_word_ids": tf.int32,
+    "input_mask": tf.int32,
+    "input_type_ids": tf.int32,
+    "masked_lm_positions": tf.int32,
+    "masked_lm_ids": tf.int32,
+    "masked_lm_weights": tf.float32,
+    "next_sentence_labels": tf.int32,
+}
 
 
 def _original_example(tag, token_boundary=False):
@@ -20,10 +27,14 @@ def _original_example(tag, token_boundary=False):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=v))
 
     features = {
-        "input_ids": ints(ids + [0] * (SEQ - n)), "input_mask": ints([1] * n + [0] * (SEQ - n)),
+        "input_ids": ints(ids + [0] * (SEQ - n)),
+        "input_mask": ints([1] * n + [0] * (SEQ - n)),
         "segment_ids": ints([0] * 7 + [1] * 5 + [0] * (SEQ - n)),
-        "masked_lm_positions": ints([1, 8, 0, 0]), "masked_lm_ids": ints([ids[1], ids[8], 0, 0]),
-        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 1.0, 0.0, 0.0])),
+        "masked_lm_positions": ints([1, 8, 0, 0]),
+        "masked_lm_ids": ints([ids[1], ids[8], 0, 0]),
+        "masked_lm_weights": tf.train.Feature(
+            float_list=tf.train.FloatList(value=[1.0, 1.0, 0.0, 0.0])
+        ),
         "next_sentence_labels": ints([tag % 2]),
     }
     if token_boundary:
@@ -52,7 +63,9 @@ def _file_of(batch):
 
 def test_original_records_static_shapes_and_values(tmp_path):
     _write(tmp_path / "orig.tfrecord", range(6))  # no token_boundary, as older files
-    ds = pipeline.pretraining_dataset(str(tmp_path / "orig.tfrecord"), 3, SEQ, PRED, is_training=False)
+    ds = pipeline.pretraining_dataset(
+        str(tmp_path / "orig.tfrecord"), 3, SEQ, PRED, is_training=False
+    )
     for name, dtype in EXPECTED.items():
         assert ds.element_spec[name].dtype == dtype
         assert ds.element_spec[name].shape.is_fully_defined()
@@ -68,15 +81,23 @@ def test_original_records_static_shapes_and_values(tmp_path):
 def test_our_encoder_matches_tf_train_example():
     record, _ = _original_example(3, token_boundary=True)
     example = tf.train.Example.FromString(record)
-    ints = {k: list(v.int64_list.value) for k, v in example.features.feature.items() if k != "masked_lm_weights"}
-    floats = {"masked_lm_weights": list(example.features.feature["masked_lm_weights"].float_list.value)}
+    ints = {
+        k: list(v.int64_list.value)
+        for k, v in example.features.feature.items()
+        if k != "masked_lm_weights"
+    }
+    floats = {
+        "masked_lm_weights": list(example.features.feature["masked_lm_weights"].float_list.value)
+    }
     assert tf.train.Example.FromString(schema.encode_example(ints, floats)) == example
 
 
 def test_two_input_pipelines_read_disjoint_files(shards):
     seen = []
     for pipeline_id in range(2):
-        ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id, num_replicas_in_sync=2)
+        ctx = tf.distribute.InputContext(
+            num_input_pipelines=2, input_pipeline_id=pipeline_id, num_replicas_in_sync=2
+        )
         ds = pipeline.pretraining_dataset(shards, 4, SEQ, PRED, input_context=ctx, seed=0)
         files = set()
         for batch in ds.take(12):  # repeats: 3 passes over its 16 records
@@ -90,8 +111,9 @@ def test_element_sharding_when_fewer_files_than_pipelines(tmp_path):
     tags = []
     for pipeline_id in range(2):
         ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id)
-        ds = pipeline.pretraining_dataset(str(tmp_path / "one.tfrecord"), 4, SEQ, PRED, is_training=False,
-                                          input_context=ctx)
+        ds = pipeline.pretraining_dataset(
+            str(tmp_path / "one.tfrecord"), 4, SEQ, PRED, is_training=False, input_context=ctx
+        )
         tags.append({int(t) for b in ds for t in b["input_word_ids"][:, 1].numpy()})
     assert tags[0] & tags[1] == set() and len(tags[0] | tags[1]) == 8
 
@@ -111,20 +133,25 @@ def test_missing_files_error(tmp_path):
 
 def test_dynamic_masking(shards, tmp_path):
     def epochs(seed, n=2):
-        ds = pipeline.dynamic_masking_dataset(shards, 8, SEQ, PRED, vocab=VOCAB, masked_lm_prob=0.3,
-                                              is_training=False, seed=seed)
+        ds = pipeline.dynamic_masking_dataset(
+            shards, 8, SEQ, PRED, vocab=VOCAB, masked_lm_prob=0.3, is_training=False, seed=seed
+        )
         return ds, [[b["masked_lm_positions"].numpy() for b in ds] for _ in range(n)]
 
     ds, (first, second) = epochs(11)
     for name, dtype in EXPECTED.items():
-        assert ds.element_spec[name].dtype == dtype and ds.element_spec[name].shape.is_fully_defined()
+        assert (
+            ds.element_spec[name].dtype == dtype and ds.element_spec[name].shape.is_fully_defined()
+        )
     assert any((a != b).any() for a, b in zip(first, second))  # fresh masks every epoch
     _, (again, _) = epochs(11)
     assert all((a == b).all() for a, b in zip(first, again))  # same seed, same masks
     # The record's own masks are undone: labels are the original tokens at the new positions.
     for batch in ds:
-        ids, pos, labels, weights = (batch[k].numpy() for k in ("input_word_ids", "masked_lm_positions",
-                                                                 "masked_lm_ids", "masked_lm_weights"))
+        ids, pos, labels, weights = (
+            batch[k].numpy()
+            for k in ("input_word_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+        )
         for row in range(ids.shape[0]):
             first_piece = labels[row][list(pos[row]).index(1)] if 1 in pos[row] else ids[row, 1]
             _, original = _original_example(int(first_piece) - 10)  # input_ids[1] = 10 + tag
@@ -137,7 +164,9 @@ def test_dynamic_masking(shards, tmp_path):
         pipeline.dynamic_masking_dataset(str(tmp_path / "nb.tfrecord"), 2, SEQ, PRED, vocab=VOCAB)
 
 
-@pytest.mark.parametrize("values", [[0, 1, 1, 0], [5, 300, 70000, 2**40, -3], list(range(0, 66000, 97)), []])
+@pytest.mark.parametrize(
+    "values", [[0, 1, 1, 0], [5, 300, 70000, 2**40, -3], list(range(0, 66000, 97)), []]
+)
 def test_int64_encoding_round_trips(values):
     example = tf.train.Example.FromString(schema.encode_example({"x": values}, {"w": [0.5, -1.0]}))
     assert list(example.features.feature["x"].int64_list.value) == values

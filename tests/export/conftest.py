@@ -1,4 +1,5 @@
 """Fixtures for the LiteRT tests: a tiny classifier task on the shared corpus, and its model."""
+
 import os
 import random
 import sys
@@ -9,9 +10,18 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "finetune"))
 
 SEQ_LENGTH = 16
-SPREAD_TEXTS = ["open the file", "A short sentence about a file.", "returns a tensor of zeros",
-                "Köln café naïve", "the object is read twice", "", "raise ValueError if empty",
-                "numbers 1, 2 and 3", "東京", "keras layers and models"]
+SPREAD_TEXTS = [
+    "open the file",
+    "A short sentence about a file.",
+    "returns a tensor of zeros",
+    "Köln café naïve",
+    "the object is read twice",
+    "",
+    "raise ValueError if empty",
+    "numbers 1, 2 and 3",
+    "東京",
+    "keras layers and models",
+]
 
 
 @pytest.fixture(scope="session")
@@ -25,11 +35,17 @@ def litert_task(corpus_file, spm_model_file, tmp_path_factory):
     # Seed first: tf.random.set_seed clears TF's kernel cache, which deletes the SentencePiece
     # resources of tokenizers created before it.
     keras.utils.set_random_seed(3)
-    paths, _ = write_tsv_splits(str(tmp_path_factory.mktemp("litert_data")), corpus_file,
-                                train=64, limit=96)
-    task = SentenceClassificationTask(ClassificationData(
-        task_name="mentions-file", train_file=paths["train"], dev_file=paths["dev"],
-        text_column="sentence"))
+    paths, _ = write_tsv_splits(
+        str(tmp_path_factory.mktemp("litert_data")), corpus_file, train=64, limit=96
+    )
+    task = SentenceClassificationTask(
+        ClassificationData(
+            task_name="mentions-file",
+            train_file=paths["train"],
+            dev_file=paths["dev"],
+            text_column="sentence",
+        )
+    )
     task.configure_text(spm_model_file, seq_length=SEQ_LENGTH)
     task.load(["train", "dev"])
     return task
@@ -43,9 +59,13 @@ def litert_classifier(litert_task):
 
     random.seed(7)  # Keras draws the seeds of unseeded initializers from Python's `random`:
     # the same weights in every test process, without tf.random.set_seed (see litert_task)
-    config = AlbertConfig.from_preset("albert_tiny", vocab_size=litert_task.vocab_size,
-                                      num_hidden_layers=2, embedding_size=128,
-                                      intermediate_size=1024)
+    config = AlbertConfig.from_preset(
+        "albert_tiny",
+        vocab_size=litert_task.vocab_size,
+        num_hidden_layers=2,
+        embedding_size=128,
+        intermediate_size=1024,
+    )
     model = litert_task.build_model(AlbertModel(config), dropout=0.0)
     inputs = litert_task.preprocessor(np.array(["a"], object))
     model(inputs)

@@ -1,5 +1,6 @@
 """LiteRT export: raw strings in the ai-edge-litert interpreter match the SavedModel, int8 sizes,
 the accuracy report, the script's errors."""
+
 import json
 import os
 
@@ -13,8 +14,13 @@ pytest.importorskip("ai_edge_litert")
 
 # Short, non-ASCII (accents and CJK: the tokenizers agree on these), empty, longer than the
 # 16-position window, and whitespace only.
-TEXTS = ["A short sentence about a file.", "Köln café naïve — CRÈME brûlée, 東京!", "",
-         "the file object is read " * 12, "   \t  "]
+TEXTS = [
+    "A short sentence about a file.",
+    "Köln café naïve — CRÈME brûlée, 東京!",
+    "",
+    "the file object is read " * 12,
+    "   \t  ",
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +30,14 @@ def float32_file(litert_classifier, litert_task, tmp_path_factory):
     return path, size
 
 
-def test_float32_matches_the_saved_model(float32_file, litert_classifier, litert_task,
-                                         tmp_path):
+def test_float32_matches_the_saved_model(float32_file, litert_classifier, litert_task, tmp_path):
     path, size = float32_file
     assert os.path.getsize(path) == size
     assert [n for n in os.listdir(os.path.dirname(path)) if n.startswith(".tmp-")] == []
     assert set(litert.custom_ops(open(path, "rb").read())) <= set(litert.TFTEXT_OPS)
-    export = saved_model.export_classifier(litert_classifier, litert_task.preprocessor,
-                                           str(tmp_path / "serving"), write_warmup=False)
+    export = saved_model.export_classifier(
+        litert_classifier, litert_task.preprocessor, str(tmp_path / "serving"), write_warmup=False
+    )
     serve = tf.saved_model.load(export).signatures["serving_default"]
     expected = serve(text=tf.constant(TEXTS))
     assert litert.token_agreement(litert_task.preprocessor, TEXTS) == 1.0
@@ -49,21 +55,30 @@ def test_packing_equals_the_preprocessor_with_truncation(litert_task):
 
     pairs = list(reversed(TEXTS))
     for truncation in ("round_robin", "longest_first"):
-        pre = AlbertPreprocessor(litert_task.preprocessor.model_proto, seq_length=11,
-                                 truncation=truncation)
+        pre = AlbertPreprocessor(
+            litert_task.preprocessor.model_proto, seq_length=11, truncation=truncation
+        )
         lite = litert.LiteTextInputs(pre)
-        for args, inputs in (((tf.constant(TEXTS),), tf.constant(TEXTS)),
-                             ((tf.constant(TEXTS), tf.constant(pairs)),
-                              {"text": tf.constant(TEXTS), "text_pair": tf.constant(pairs)})):
+        for args, inputs in (
+            ((tf.constant(TEXTS),), tf.constant(TEXTS)),
+            (
+                (tf.constant(TEXTS), tf.constant(pairs)),
+                {"text": tf.constant(TEXTS), "text_pair": tf.constant(pairs)},
+            ),
+        ):
             got, want = lite(*args), pre(inputs)
             for key in want:
                 np.testing.assert_array_equal(got[key], want[key], err_msg=truncation + key)
 
 
 def test_int8_sizes_and_accuracy_report(litert_classifier, litert_task, tmp_path):
-    report = litert.export_finetuned(litert_classifier, litert_task, str(tmp_path),
-                                     variants=("float32", "int8_dynamic", "int8"),
-                                     num_representative=32)
+    report = litert.export_finetuned(
+        litert_classifier,
+        litert_task,
+        str(tmp_path),
+        variants=("float32", "int8_dynamic", "int8"),
+        num_representative=32,
+    )
     assert json.loads((tmp_path / "litert_report.json").read_text()) == report
     variants = report["variants"]
     assert report["eval_examples"] == 32 and report["token_agreement"] == 1.0
@@ -99,7 +114,8 @@ def test_token_classifier_matches_tensorflow(litert_task, tmp_path):
     texts = ["Ann lives in Köln .", "", "word " * 20]
     expected = litert.serving_function(model, pre)(tf.constant(texts))
     got = litert.interpreter(path).get_signature_runner()(
-        text=np.array([t.encode() for t in texts], object))
+        text=np.array([t.encode() for t in texts], object)
+    )
     # Every word of a short text is tagged; a long text keeps the words of one window.
     assert got["num_words"].tolist() == [5, 0, 7]
     np.testing.assert_allclose(got["probabilities"], expected["probabilities"], atol=1e-5)
@@ -109,10 +125,14 @@ def test_token_classifier_matches_tensorflow(litert_task, tmp_path):
 def test_script_reports_a_bad_model_dir_in_one_line(tmp_path):
     from finetune_support import script
 
-    result = script("export_litert.py", [f"--model_dir={tmp_path}",
-                                         f"--output_dir={tmp_path / 'out'}"], timeout=120)
+    result = script(
+        "export_litert.py",
+        [f"--model_dir={tmp_path}", f"--output_dir={tmp_path / 'out'}"],
+        timeout=120,
+    )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"export_litert.py: error: --model_dir={tmp_path} has no model.keras (is it the "
-        "--output_dir of a finished run_classifier.py or run_token_classifier.py?)")
+        "--output_dir of a finished run_classifier.py or run_token_classifier.py?)"
+    )

@@ -5,6 +5,7 @@ inputs)` adds its jobs); the figures of the session are printed at the end.
 The helpers of the resume tests (tests/train/train_support.py, tests/finetune/finetune_support.py)
 are reused: their folders are put on sys.path here.
 """
+
 import os
 import sys
 

@@ -17,6 +17,7 @@ File systems (each needs root and `mount`; without it the fallback is named in t
 - read error: an ext2 image mounted read-only whose file's indirect block pointer points past
   the end of the device, so reading stops with EIO after 12 KiB (no fallback: skipped).
 """
+
 import collections
 import concurrent.futures
 import contextlib
@@ -58,8 +59,10 @@ def kill_moment(command, index, cpu_seconds):
 
 def reproduce(command, index):
     """The line that repeats a moment, for assertion messages."""
-    return (f"seed {SEED}, {command} moment {index}: repeat with {SEED_ENV}={SEED} "
-            f"{SOAK_ENV}={index + 1} .venv/bin/python -m pytest tests/faults")
+    return (
+        f"seed {SEED}, {command} moment {index}: repeat with {SEED_ENV}={SEED} "
+        f"{SOAK_ENV}={index + 1} .venv/bin/python -m pytest tests/faults"
+    )
 
 
 # ----------------------------------------------------------------------------- tally
@@ -83,16 +86,23 @@ def summary_lines():
     for command in sorted(TALLY):
         counts = TALLY[command]
         total.update(counts)
-        cpu = f" (uninterrupted: {REFERENCE_CPU[command]:.1f} CPU-s)" if command in REFERENCE_CPU \
+        cpu = (
+            f" (uninterrupted: {REFERENCE_CPU[command]:.1f} CPU-s)"
+            if command in REFERENCE_CPU
             else ""
-        lines.append(f"  {command}{cpu}: " + ", ".join(f"{k} {counts[k]}" for k in keys
-                                                      if k in counts))
-    lines.insert(0, f"fault injection (seed {SEED}): {total['landed']} SIGKILLs landed in "
-                    f"{total['kills']} kill moments, {total['recovered']} re-runs recovered, "
-                    f"{total['identical']} outputs identical to an uninterrupted run, "
-                    f"{total['left_behind']} files left behind; {total['faults']} disk-full/"
-                    f"read-only/read-error faults, {total['handled']} ended as one-line errors "
-                    f"with the previous output intact")
+        )
+        lines.append(
+            f"  {command}{cpu}: " + ", ".join(f"{k} {counts[k]}" for k in keys if k in counts)
+        )
+    lines.insert(
+        0,
+        f"fault injection (seed {SEED}): {total['landed']} SIGKILLs landed in "
+        f"{total['kills']} kill moments, {total['recovered']} re-runs recovered, "
+        f"{total['identical']} outputs identical to an uninterrupted run, "
+        f"{total['left_behind']} files left behind; {total['faults']} disk-full/"
+        f"read-only/read-error faults, {total['handled']} ended as one-line errors "
+        f"with the previous output intact",
+    )
     if MECHANISMS:
         lines.append("  made with: " + ", ".join(f"{k} {v}" for k, v in sorted(MECHANISMS.items())))
     return lines
@@ -116,8 +126,14 @@ class Campaign:
     tests that wait for them (so no test waits long for its job, however long the soak). A job
     may wait for a reference run, never for a later job (no deadlock)."""
 
-    PRIORITY = ("run_classifier", "run_token_classifier", "run_pretraining",
-                "create_pretraining_data", "convert_checkpoint", "export_saved_model")
+    PRIORITY = (
+        "run_classifier",
+        "run_token_classifier",
+        "run_pretraining",
+        "create_pretraining_data",
+        "convert_checkpoint",
+        "export_saved_model",
+    )
 
     def __init__(self, mkdir, workers=3):
         self.mkdir = mkdir  # name -> a new empty directory (pathlib.Path)
@@ -163,8 +179,10 @@ class Run:
 
     def describe(self, tail=3000):
         killed = f", SIGKILL at {self.killed_at:.2f} CPU-s" if self.killed_at is not None else ""
-        return (f"exit {self.code} after {self.seconds:.1f}s ({self.cpu:.1f} CPU-s{killed}): "
-                f"{' '.join(self.command[1:])}\n{self.stderr[-tail:]}")
+        return (
+            f"exit {self.code} after {self.seconds:.1f}s ({self.cpu:.1f} CPU-s{killed}): "
+            f"{' '.join(self.command[1:])}\n{self.stderr[-tail:]}"
+        )
 
 
 def cpu_seconds(pid):
@@ -195,8 +213,9 @@ def run_script(script, args, kill_at=None, watch=None, file_size_limit=None, tim
     command = [sys.executable, os.path.join(REPO, "scripts", script), *map(str, args)]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         began = time.monotonic()
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=err,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=out, stderr=err, start_new_session=True
+        )
         if file_size_limit is not None:
             resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (file_size_limit,) * 2)
         killed_at = cpu = None
@@ -208,8 +227,12 @@ def run_script(script, args, kill_at=None, watch=None, file_size_limit=None, tim
                     cpu = usage.ru_utime + usage.ru_stime
                     break
                 used = cpu_seconds(process.pid)
-                if killed_at is None and kill_at is not None and used is not None and \
-                        used >= kill_at:
+                if (
+                    killed_at is None
+                    and kill_at is not None
+                    and used is not None
+                    and used >= kill_at
+                ):
                     _kill_group(process.pid)
                     killed_at = used
                 if time.monotonic() - began > timeout:
@@ -223,15 +246,24 @@ def run_script(script, args, kill_at=None, watch=None, file_size_limit=None, tim
                 process.wait(timeout=60)
         out.seek(0)
         err.seek(0)
-        return Run(command, process.returncode, out.read().decode(errors="replace"),
-                   err.read().decode(errors="replace"), time.monotonic() - began, cpu,
-                   killed_at)
+        return Run(
+            command,
+            process.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            time.monotonic() - began,
+            cpu,
+            killed_at,
+        )
 
 
 def flag_list(**values):
     """--name=value flags (None left out, booleans as --name / --noname)."""
-    return [(f"--{k}" if v else f"--no{k}") if isinstance(v, bool) else f"--{k}={v}"
-            for k, v in values.items() if v is not None]
+    return [
+        (f"--{k}" if v else f"--no{k}") if isinstance(v, bool) else f"--{k}={v}"
+        for k, v in values.items()
+        if v is not None
+    ]
 
 
 def one_line_error(run, *names):
@@ -287,8 +319,11 @@ def h5_arrays(path):
             archive = stack.enter_context(zipfile.ZipFile(path))
             source = stack.enter_context(archive.open("model.weights.h5"))
         f = stack.enter_context(h5py.File(source, "r"))
-        f.visititems(lambda name, item: arrays.__setitem__(name, item[()])
-                     if isinstance(item, h5py.Dataset) else None)
+        f.visititems(
+            lambda name, item: (
+                arrays.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
+            )
+        )
     return arrays
 
 
@@ -311,8 +346,11 @@ def fingerprint(path):
 
 def snapshot(directory, ignore=()):
     """{relative path: fingerprint} of the files under `directory` (names in `ignore` skipped)."""
-    return {p: fingerprint(os.path.join(directory, p)) for p in listing(directory)
-            if not p.endswith("/") and "*" not in p and os.path.basename(p) not in ignore}
+    return {
+        p: fingerprint(os.path.join(directory, p))
+        for p in listing(directory)
+        if not p.endswith("/") and "*" not in p and os.path.basename(p) not in ignore
+    }
 
 
 def json_without(path, *keys):
@@ -328,14 +366,18 @@ def scalars(logdir):
     import tensorflow as tf
 
     values = {}
-    paths = sorted(tf.io.gfile.glob(os.path.join(logdir, "events.out.tfevents.*")),
-                   key=os.path.getmtime)
+    paths = sorted(
+        tf.io.gfile.glob(os.path.join(logdir, "events.out.tfevents.*")), key=os.path.getmtime
+    )
     for path in paths:
         with contextlib.suppress(tf.errors.DataLossError):
             for event in tf.compat.v1.train.summary_iterator(path):
                 for value in event.summary.value:
-                    number = (float(tf.make_ndarray(value.tensor)) if value.HasField("tensor")
-                              else value.simple_value)
+                    number = (
+                        float(tf.make_ndarray(value.tensor))
+                        if value.HasField("tensor")
+                        else value.simple_value
+                    )
                     values[(value.tag, event.step)] = number
     return values
 
@@ -373,8 +415,11 @@ def tmpfs(mountpoint, size_bytes):
 
 def tree_size(directory):
     """Bytes of the files under `directory`, each rounded up to whole 4 KiB pages (tmpfs)."""
-    return sum(-(-os.path.getsize(os.path.join(root, n)) // 4096) * 4096
-               for root, _, names in os.walk(directory) for n in names)
+    return sum(
+        -(-os.path.getsize(os.path.join(root, n)) // 4096) * 4096
+        for root, _, names in os.walk(directory)
+        for n in names
+    )
 
 
 @contextlib.contextmanager
@@ -433,10 +478,13 @@ def failing_reads(directory, sources):
     commands = [["mkfs.ext2", "-q", "-F", "-b", "1024", image]]
     for source, name in names.items():
         assert os.path.getsize(source) > 13 * 1024, f"{source} is too small to fail mid-way"
-        commands += [["debugfs", "-w", "-R", f"write {source} {name}", image],
-                     ["debugfs", "-w", "-R", f"sif {name} block[IND] {blocks * 1000}", image]]
+        commands += [
+            ["debugfs", "-w", "-R", f"write {source} {name}", image],
+            ["debugfs", "-w", "-R", f"sif {name} block[IND] {blocks * 1000}", image],
+        ]
     ok = _tools_for_bad_block() and all(
-        subprocess.run(c, capture_output=True).returncode == 0 for c in commands)
+        subprocess.run(c, capture_output=True).returncode == 0 for c in commands
+    )
     if not ok or not _mount("-o", "loop,ro", image, mountpoint):
         yield None
         return

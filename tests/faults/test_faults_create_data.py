@@ -3,15 +3,28 @@ byte-identical records and summary (its timings aside); disk full, a read-only o
 and a read error in the middle of the corpus end as one-line errors. An earlier good output at
 the same paths is never replaced by a partial one: every shard a reader sees, at every moment
 checked, is a whole file of the earlier run or of the new one."""
+
 import os
 import shutil
 
 import pytest
-
 from fault_commands import add_reference, reference
-from fault_support import (TEMPORARY, Outcome, failing_reads, json_without, kill_moment,
-                           leftovers, moments, nearly_full_copy, one_line_error, read_only_copy,
-                           record, reproduce, run_script, snapshot)
+from fault_support import (
+    TEMPORARY,
+    Outcome,
+    failing_reads,
+    json_without,
+    kill_moment,
+    leftovers,
+    moments,
+    nearly_full_copy,
+    one_line_error,
+    read_only_copy,
+    record,
+    reproduce,
+    run_script,
+    snapshot,
+)
 
 COMMAND = "create_pretraining_data"
 TIMINGS = ("seconds", "instances_per_second")
@@ -62,8 +75,12 @@ def _kill(campaign, moment):
     shutil.copytree(earlier_dir, output)
     seen = set()
     at = kill_moment(COMMAND, moment, ref.cpu)
-    killed = run_script(ref.script, ref.args(output), kill_at=at,
-                        watch=lambda: seen.update(partial_files(output, earlier, new)))
+    killed = run_script(
+        ref.script,
+        ref.args(output),
+        kill_at=at,
+        watch=lambda: seen.update(partial_files(output, earlier, new)),
+    )
     seen.update(partial_files(output, earlier, new))
     rerun = run_script(ref.script, ref.args(output))
     left = leftovers(output, ref.output)
@@ -73,10 +90,19 @@ def _kill(campaign, moment):
     elif visible(output) != new:
         problems.append(f"differs from the uninterrupted run: {partial_files(output, new)}")
     problems += [f"left behind: {left}"] if left else []
-    record(COMMAND, kills=1, landed=killed.killed, recovered=rerun.code == 0,
-           identical=rerun.code == 0 and visible(output) == new, left_behind=len(left))
-    return Outcome(problems, f"{reproduce(COMMAND, moment)}; killed at {at:.2f} of {ref.cpu:.2f}"
-                             f" CPU-s\n{killed.describe(1500)}")
+    record(
+        COMMAND,
+        kills=1,
+        landed=killed.killed,
+        recovered=rerun.code == 0,
+        identical=rerun.code == 0 and visible(output) == new,
+        left_behind=len(left),
+    )
+    return Outcome(
+        problems,
+        f"{reproduce(COMMAND, moment)}; killed at {at:.2f} of {ref.cpu:.2f}"
+        f" CPU-s\n{killed.describe(1500)}",
+    )
 
 
 def _failed(run, output, earlier, *names):
@@ -93,7 +119,9 @@ def _failed(run, output, earlier, *names):
 def _disk_full(campaign, inputs):
     ref, earlier = reference(campaign, COMMAND), campaign.result((COMMAND, "earlier"))
     with nearly_full_copy(earlier, str(campaign.mkdir("data_disk_full") / "disk")) as (
-            output, limit):
+        output,
+        limit,
+    ):
         run = run_script(ref.script, ref.args(output), file_size_limit=limit)
         return _failed(run, output, visible(earlier), output)
 
@@ -103,8 +131,12 @@ def _read_only(campaign, inputs):
     with read_only_copy(earlier, str(campaign.mkdir("data_read_only") / "ro")) as output:
         run = run_script(ref.script, ref.args(output))
         # The error names the output or, below a regular file (no mount), that file.
-        return _failed(run, output, visible(earlier) if os.path.isdir(output) else None,
-                       os.path.dirname(output))
+        return _failed(
+            run,
+            output,
+            visible(earlier) if os.path.isdir(output) else None,
+            os.path.dirname(output),
+        )
 
 
 def _read_error(campaign, inputs):

@@ -7,19 +7,34 @@ existing model directory (another model): at every moment checked the directory 
 earlier model or the whole new one, and the re-run gives the uninterrupted conversion. Disk full
 and a read-only output directory end as one-line errors with the earlier output intact.
 """
+
 import os
 import shutil
 
 import pytest
-
 from fault_commands import add_reference, reference
-from fault_support import (Outcome, kill_moment, leftovers, moments,
-                           nearly_full_copy, one_line_error, read_only_copy, record, reproduce,
-                           run_script, snapshot)
+from fault_support import (
+    Outcome,
+    kill_moment,
+    leftovers,
+    moments,
+    nearly_full_copy,
+    one_line_error,
+    read_only_copy,
+    record,
+    reproduce,
+    run_script,
+    snapshot,
+)
 
 EXPORT, CONVERT = "export_saved_model", "convert_checkpoint"
-VERSION_FILES = ("saved_model.pb", "fingerprint.pb", "variables/variables.index",
-                 "variables/variables.data-00000-of-00001", "assets.extra/albert_tf.json")
+VERSION_FILES = (
+    "saved_model.pb",
+    "fingerprint.pb",
+    "variables/variables.index",
+    "variables/variables.data-00000-of-00001",
+    "assets.extra/albert_tf.json",
+)
 FAULTS = ("disk full", "read-only")
 
 
@@ -45,8 +60,9 @@ def _export_problems(export_dir, first):
         problems.append("version 1 changed")
     for name in os.listdir(export_dir):
         if name.isdigit() and name != "1":
-            missing = [f for f in VERSION_FILES if not os.path.exists(
-                os.path.join(export_dir, name, f))]
+            missing = [
+                f for f in VERSION_FILES if not os.path.exists(os.path.join(export_dir, name, f))
+            ]
             if missing:
                 problems.append(f"version {name} is visible without {missing}")
         elif not name.isdigit() and not name.startswith("."):
@@ -61,7 +77,8 @@ def _saved_model_problems(path):
 
     try:
         outputs = tf.saved_model.load(path).signatures["serving_default"](
-            text=tf.constant(["A sentence."]))
+            text=tf.constant(["A sentence."])
+        )
     except Exception as e:  # noqa: BLE001 - reported as the problem
         return [f"{path} does not load: {type(e).__name__}: {str(e)[:300]}"]
     return [] if "probabilities" in outputs else [f"{path} serves {sorted(outputs)}"]
@@ -80,8 +97,12 @@ def _kill_export(ref, at, output):
     first = snapshot(os.path.join(ref.output, "1"))
     shutil.copytree(ref.output, output)
     seen = set()
-    killed = run_script(ref.script, ref.args(output), kill_at=at,
-                        watch=lambda: seen.update(_export_problems(output, first)))
+    killed = run_script(
+        ref.script,
+        ref.args(output),
+        kill_at=at,
+        watch=lambda: seen.update(_export_problems(output, first)),
+    )
     problems = sorted(seen | set(_export_problems(output, first)))
     problems += _saved_model_problems(os.path.join(output, "1"))
     before = _versions(output)
@@ -107,11 +128,16 @@ def _kill_convert(ref, at, output, earlier_dir):
     seen = set()
 
     def check():
-        state = {k: v for k, v in snapshot(output).items() if not k.startswith(".")} \
-            if os.path.isdir(output) else None
+        state = (
+            {k: v for k, v in snapshot(output).items() if not k.startswith(".")}
+            if os.path.isdir(output)
+            else None
+        )
         if state not in (earlier, new):
-            seen.add(f"the directory is neither the whole earlier model nor the whole new one: "
-                     f"{sorted(state or {})} ({'mixed' if state else 'missing'})")
+            seen.add(
+                f"the directory is neither the whole earlier model nor the whole new one: "
+                f"{sorted(state or {})} ({'mixed' if state else 'missing'})"
+            )
 
     killed = run_script(ref.script, ref.args(output), kill_at=at, watch=check)
     check()
@@ -137,10 +163,19 @@ def _kill(campaign, command, moment, inputs):
     if command == EXPORT:  # versions come and go: only hidden or stray names are leftovers
         left = [p for p in left if not p.split("/")[0].isdigit()]
     problems += [f"left behind: {left}"] if left else []
-    record(command, kills=1, landed=killed.killed, recovered=rerun.code == 0, identical=identical,
-           left_behind=len(left))
-    return Outcome(problems, f"{reproduce(command, moment)}; killed at {at:.2f} of {ref.cpu:.2f}"
-                             f" CPU-s\n{killed.describe(1500)}")
+    record(
+        command,
+        kills=1,
+        landed=killed.killed,
+        recovered=rerun.code == 0,
+        identical=identical,
+        left_behind=len(left),
+    )
+    return Outcome(
+        problems,
+        f"{reproduce(command, moment)}; killed at {at:.2f} of {ref.cpu:.2f}"
+        f" CPU-s\n{killed.describe(1500)}",
+    )
 
 
 # ----------------------------------------------------------------------------- faults
@@ -157,8 +192,13 @@ def _fault(campaign, command, fault, inputs):
     with read_only_copy(earlier_dir, mountpoint) as output:
         run = run_script(ref.script, ref.args(output))
         # The error names the output or, below a regular file (no mount), that file.
-        return _failed(command, run, output, earlier if os.path.isdir(output) else None,
-                       os.path.dirname(output))
+        return _failed(
+            command,
+            run,
+            output,
+            earlier if os.path.isdir(output) else None,
+            os.path.dirname(output),
+        )
 
 
 def _failed(command, run, output, earlier, name):
@@ -172,8 +212,10 @@ def _failed(command, run, output, earlier, name):
     return Outcome(problems, run.describe())
 
 
-@pytest.mark.parametrize("command, moment", [
-    (command, moment) for command in (EXPORT, CONVERT) for moment in moments(command)])
+@pytest.mark.parametrize(
+    "command, moment",
+    [(command, moment) for command in (EXPORT, CONVERT) for moment in moments(command)],
+)
 def test_killed_over_a_good_output_then_rerun(campaign, command, moment):
     outcome = campaign.result((command, "kill", moment))
     assert not outcome.problems, str(outcome)

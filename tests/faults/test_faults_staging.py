@@ -1,6 +1,7 @@
 """What killed writers leave behind is removed by the next writer of the same target (in-process,
 with staging names of a process that has exited), never a live writer's, and a failed write
 leaves nothing: albert_tf.files and albert_tf.export.versions."""
+
 import os
 import subprocess
 

@@ -1,7 +1,7 @@
 """Fixtures for the fine-tuning tests: a tiny preprocessor and a briefly trained classifier."""
+
 import numpy as np
 import pytest
-
 from finetune_support import sentence_task
 
 SEQ_LENGTH = 32

@@ -1,4 +1,5 @@
 """CoNLL and JSON-lines token-classification files: schemes, layout details, file:line errors."""
+
 import json
 
 import pytest
@@ -84,12 +85,22 @@ def test_tab_separated_columns(tmp_path):
 
 def test_scheme_conversion():
     assert conll.normalize_tags(["I-PER", "I-PER", "B-PER", "O", "I-LOC", "I-ORG"], "iob1") == [
-        "B-PER", "I-PER", "B-PER", "O", "B-LOC", "B-ORG"]
-    assert conll.normalize_tags(["S-PER", "B-LOC", "I-LOC", "E-LOC", "O", "S-ORG", "S-ORG"],
-                                "iobes") == ["B-PER", "B-LOC", "I-LOC", "I-LOC", "O", "B-ORG",
-                                             "B-ORG"]
+        "B-PER",
+        "I-PER",
+        "B-PER",
+        "O",
+        "B-LOC",
+        "B-ORG",
+    ]
+    assert conll.normalize_tags(
+        ["S-PER", "B-LOC", "I-LOC", "E-LOC", "O", "S-ORG", "S-ORG"], "iobes"
+    ) == ["B-PER", "B-LOC", "I-LOC", "I-LOC", "O", "B-ORG", "B-ORG"]
     assert conll.normalize_tags(["B-PER", "I-PER", "B-PER", "O"], "iob2") == [
-        "B-PER", "I-PER", "B-PER", "O"]
+        "B-PER",
+        "I-PER",
+        "B-PER",
+        "O",
+    ]
     # IOB2 with a broken start: conlleval reads it as a start, the result says so with B-.
     assert conll.normalize_tags(["O", "I-PER"], "iob2") == ["O", "B-PER"]
     assert conll.normalize_tags(["NN", "X-Y", "O"], "plain") == ["NN", "X-Y", "O"]
@@ -111,8 +122,9 @@ def test_detect_scheme():
 
 def test_scheme_is_detected_on_the_whole_file(tmp_path):
     # Sentence 1 alone looks like IOB2; sentence 2 starts an entity with I-, so the file is IOB1.
-    path = _write(tmp_path / "t.txt", "Peter I-PER\nBlackburn I-PER\nand O\nAnn B-PER\n\n"
-                                      "in O\nParis I-LOC\n")
+    path = _write(
+        tmp_path / "t.txt", "Peter I-PER\nBlackburn I-PER\nand O\nAnn B-PER\n\nin O\nParis I-LOC\n"
+    )
     data = conll.read_conll(path)
     assert data.scheme == "iob1"
     assert data.tags == [["B-PER", "I-PER", "O", "B-PER"], ["O", "B-LOC"]]
@@ -125,24 +137,28 @@ def test_scheme_is_detected_on_the_whole_file(tmp_path):
 
 
 def test_jsonl_and_dispatch(tmp_path):
-    records = [{"tokens": ["EU", "rejects"], "tags": ["I-ORG", "O"], "id": 1},
-               {"tokens": ["Peter"], "tags": ["I-PER"]}]
+    records = [
+        {"tokens": ["EU", "rejects"], "tags": ["I-ORG", "O"], "id": 1},
+        {"tokens": ["Peter"], "tags": ["I-PER"]},
+    ]
     for name in ("train.jsonl", "train.json"):
         path = _jsonl(tmp_path / name, *records)
         data = conll.read_tagged(path)
         assert data.words == [["EU", "rejects"], ["Peter"]]
         assert data.tags == [["B-ORG", "O"], ["B-PER"]] and data.scheme == "iob1"
         assert data.line_numbers == [1, 2] and data.location(0, 1) == f"{path}:1"
-    path = _write(tmp_path / "other.jsonl", "\n" + json.dumps({"w": ["a"], "t": ["S-X"]})
-                  + "\r\n\n")
+    path = _write(
+        tmp_path / "other.jsonl", "\n" + json.dumps({"w": ["a"], "t": ["S-X"]}) + "\r\n\n"
+    )
     data = conll.read_jsonl_tagged(path, tokens_key="w", tags_key="t")
     assert data.tags == [["B-X"]] and data.line_numbers == [2]
     assert conll.read_tagged(_write(tmp_path / "t.conll", "a B-X\n")).words == [["a"]]
 
 
 def test_unlabelled_files(tmp_path):
-    data = conll.read_tagged(_write(tmp_path / "test.txt", "-DOCSTART-\n\nEU\nrejects\n\nPeter\n"),
-                             labelled=False)
+    data = conll.read_tagged(
+        _write(tmp_path / "test.txt", "-DOCSTART-\n\nEU\nrejects\n\nPeter\n"), labelled=False
+    )
     assert data.words == [["EU", "rejects"], ["Peter"]]
     assert data.tags is None and data.scheme is None and data.line_numbers == [3, 6]
     data = conll.read_tagged(_jsonl(tmp_path / "test.jsonl", {"tokens": ["EU"]}), labelled=False)
@@ -168,22 +184,30 @@ def test_unknown_tag_names_file_and_line(tmp_path):
     dev = conll.read_conll(_write(tmp_path / "dev1.txt", "EU O\nFOO I-FOO\n"))
     with pytest.raises(DataError, match=r"dev1.txt:2: unknown tag 'B-FOO' \(converted"):
         conll.tags_to_ids(dev.tags, labels, dev)
-    dev = conll.read_jsonl_tagged(_jsonl(tmp_path / "dev.jsonl", {"tokens": ["a"], "tags": ["O"]},
-                                         {"tokens": ["b", "c"], "tags": ["O", "B-FOO"]}))
+    dev = conll.read_jsonl_tagged(
+        _jsonl(
+            tmp_path / "dev.jsonl",
+            {"tokens": ["a"], "tags": ["O"]},
+            {"tokens": ["b", "c"], "tags": ["O", "B-FOO"]},
+        )
+    )
     with pytest.raises(DataError, match=r"dev.jsonl:2: unknown tag 'B-FOO'"):
         conll.tags_to_ids(dev.tags, labels, dev)
     with pytest.raises(DataError, match=r"^dev.txt: sentence 2, word 2: unknown tag 'B-FOO'"):
         conll.tags_to_ids([["O"], ["O", "B-FOO"]], labels, "dev.txt")
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("EU B-ORG\nrejects\n", 2, "expected a tag in column -1 but the line has 1 column(s)"),
-    ("EU B-ORG\n\nPeter B-PER\nBlackburn B-\n", 4, "invalid tag 'B-'"),
-    ("EU B-ORG\nrejects X-PER\n", 2, "invalid tag 'X-PER'"),
-    ("EU B-ORG\nrejects NN\n", 2, "invalid tag 'NN'"),
-    ("", 1, "no sentences"),
-    ("-DOCSTART- O\n\n\n", 1, "no sentences"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("EU B-ORG\nrejects\n", 2, "expected a tag in column -1 but the line has 1 column(s)"),
+        ("EU B-ORG\n\nPeter B-PER\nBlackburn B-\n", 4, "invalid tag 'B-'"),
+        ("EU B-ORG\nrejects X-PER\n", 2, "invalid tag 'X-PER'"),
+        ("EU B-ORG\nrejects NN\n", 2, "invalid tag 'NN'"),
+        ("", 1, "no sentences"),
+        ("-DOCSTART- O\n\n\n", 1, "no sentences"),
+    ],
+)
 def test_conll_errors(tmp_path, text, line, message):
     path = _write(tmp_path / "bad.txt", text)
     error = _error(conll.read_conll, path)
@@ -193,26 +217,30 @@ def test_conll_errors(tmp_path, text, line, message):
 def test_conll_tag_column_errors(tmp_path):
     path = _write(tmp_path / "bad.txt", "EU NNP B-ORG\nrejects VBZ\n")
     assert _error(conll.read_conll, path, tag_column=2).startswith(
-        f"{path}:2: expected a tag in column 2 but the line has 2 column(s)")
+        f"{path}:2: expected a tag in column 2 but the line has 2 column(s)"
+    )
     with pytest.raises(ValueError, match="column 0 is the word"):
         conll.read_conll(path, tag_column=0)
     with pytest.raises(ValueError, match="unknown tag scheme 'bio'"):
         conll.read_conll(path, scheme="bio")
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"tokens": ["a"], "tags": ["O"]', "invalid JSON"),
-    ('["a", "O"]', "expected one JSON object per line, found list"),
-    ('{"tokens": ["a"]}', "missing key 'tags'"),
-    ('{"words": ["a"], "tags": ["O"]}', "missing key 'tokens'"),
-    ('{"tokens": ["a", "b"], "tags": ["O"]}', "2 tokens but 1 tags"),
-    ('{"tokens": [], "tags": []}', "'tokens' is an empty list"),
-    ('{"tokens": ["a", " "], "tags": ["O", "O"]}', "tokens[1] is empty or whitespace"),
-    ('{"tokens": "a b", "tags": ["O", "O"]}', "'tokens' must be a list of strings, found str"),
-    ('{"tokens": ["a"], "tags": [3]}', "tags[0] must be a string, found int 3 (map tag ids"),
-    ('{"tokens": ["a"], "tags": ["B-"]}', "invalid tag 'B-'"),
-    ('{"tokens": ["a"], "tags": [""]}', "invalid tag ''"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"tokens": ["a"], "tags": ["O"]', "invalid JSON"),
+        ('["a", "O"]', "expected one JSON object per line, found list"),
+        ('{"tokens": ["a"]}', "missing key 'tags'"),
+        ('{"words": ["a"], "tags": ["O"]}', "missing key 'tokens'"),
+        ('{"tokens": ["a", "b"], "tags": ["O"]}', "2 tokens but 1 tags"),
+        ('{"tokens": [], "tags": []}', "'tokens' is an empty list"),
+        ('{"tokens": ["a", " "], "tags": ["O", "O"]}', "tokens[1] is empty or whitespace"),
+        ('{"tokens": "a b", "tags": ["O", "O"]}', "'tokens' must be a list of strings, found str"),
+        ('{"tokens": ["a"], "tags": [3]}', "tags[0] must be a string, found int 3 (map tag ids"),
+        ('{"tokens": ["a"], "tags": ["B-"]}', "invalid tag 'B-'"),
+        ('{"tokens": ["a"], "tags": [""]}', "invalid tag ''"),
+    ],
+)
 def test_jsonl_errors(tmp_path, line, message):
     path = _write(tmp_path / "bad.jsonl", '{"tokens": ["x"], "tags": ["O"]}\n\n' + line + "\n")
     error = _error(conll.read_jsonl_tagged, path)

@@ -1,8 +1,12 @@
 """Entity-level precision/recall/F1 (conlleval's definition) pinned on hand-counted sequences."""
+
 import pytest
 
-from albert_tf.models.entity_metrics import (entity_scores, extract_entities,
-                                             most_frequent_tag_baseline)
+from albert_tf.models.entity_metrics import (
+    entity_scores,
+    extract_entities,
+    most_frequent_tag_baseline,
+)
 
 
 def test_extract_entities():
@@ -34,16 +38,31 @@ def test_exact_match_of_type_and_span():
     assert scores["recall"] == pytest.approx(1 / 3)
     assert scores["f1"] == pytest.approx(1 / 3)
     assert scores["token_accuracy"] == pytest.approx(5 / 7)
-    assert (scores["num_gold_entities"], scores["num_predicted_entities"],
-            scores["num_correct_entities"]) == (3, 3, 1)
+    assert (
+        scores["num_gold_entities"],
+        scores["num_predicted_entities"],
+        scores["num_correct_entities"],
+    ) == (3, 3, 1)
     # PER: 1/1 predicted correct, 1/1 gold found. LOC: nothing predicted (P undefined -> 0.0),
     # 0/1 found. ORG: 0/2 predicted correct, 0/1 gold found.
-    assert (scores["PER_precision"], scores["PER_recall"], scores["PER_f1"],
-            scores["PER_support"]) == (1.0, 1.0, 1.0, 1)
-    assert (scores["LOC_precision"], scores["LOC_recall"], scores["LOC_f1"],
-            scores["LOC_support"]) == (0.0, 0.0, 0.0, 1)
-    assert (scores["ORG_precision"], scores["ORG_recall"], scores["ORG_f1"],
-            scores["ORG_support"]) == (0.0, 0.0, 0.0, 1)
+    assert (
+        scores["PER_precision"],
+        scores["PER_recall"],
+        scores["PER_f1"],
+        scores["PER_support"],
+    ) == (1.0, 1.0, 1.0, 1)
+    assert (
+        scores["LOC_precision"],
+        scores["LOC_recall"],
+        scores["LOC_f1"],
+        scores["LOC_support"],
+    ) == (0.0, 0.0, 0.0, 1)
+    assert (
+        scores["ORG_precision"],
+        scores["ORG_recall"],
+        scores["ORG_f1"],
+        scores["ORG_support"],
+    ) == (0.0, 0.0, 0.0, 1)
 
 
 def test_broken_starts_count_as_starts():
@@ -84,12 +103,16 @@ def test_empty_predictions_and_no_entities():
 
 
 def test_micro_average_over_sentences():
-    gold = [["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG"],
-            ["B-PER", "I-PER", "O", "B-LOC"],
-            ["B-PER", "O"]]
-    predicted = [["B-PER", "I-PER", "O", "B-ORG", "O", "B-ORG", "O"],
-                 ["I-PER", "I-PER", "O", "I-LOC"],
-                 ["O", "O"]]
+    gold = [
+        ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG"],
+        ["B-PER", "I-PER", "O", "B-LOC"],
+        ["B-PER", "O"],
+    ]
+    predicted = [
+        ["B-PER", "I-PER", "O", "B-ORG", "O", "B-ORG", "O"],
+        ["I-PER", "I-PER", "O", "I-LOC"],
+        ["O", "O"],
+    ]
     scores = entity_scores(gold, predicted)
     # Sentence 1: 3 gold, 3 predicted, 1 correct; sentence 2: 2, 2, 2; sentence 3: 1, 0, 0.
     # Totals 6 gold, 5 predicted, 3 correct: P = 3/5, R = 3/6, F1 = 2PR/(P+R) = 0.6/1.1 = 6/11.
@@ -121,15 +144,18 @@ def test_length_mismatches():
 
 
 def test_most_frequent_tag_baseline():
-    words = [["John", "lives", "in", "New", "York"], ["Paris", "Hilton", "in", "Paris"],
-             ["New", "ideas"]]
-    tags = [["B-PER", "O", "O", "B-LOC", "I-LOC"], ["B-PER", "I-PER", "O", "B-LOC"],
-            ["O", "O"]]
+    words = [
+        ["John", "lives", "in", "New", "York"],
+        ["Paris", "Hilton", "in", "Paris"],
+        ["New", "ideas"],
+    ]
+    tags = [["B-PER", "O", "O", "B-LOC", "I-LOC"], ["B-PER", "I-PER", "O", "B-LOC"], ["O", "O"]]
     baseline = most_frequent_tag_baseline(words, tags)
     # "Paris": B-PER once, B-LOC once -> tie, the smaller tag B-LOC. "New": B-LOC once, O once
     # -> tie, B-LOC < O. Unseen words -> "O".
     assert baseline.predict([["Paris", "New", "York", "Berlin"]]) == [
-        ["B-LOC", "B-LOC", "I-LOC", "O"]]
+        ["B-LOC", "B-LOC", "I-LOC", "O"]
+    ]
     # Raw predictions, scored with broken starts: "York" alone is I-LOC -> LOC(1,2).
     # Gold LOC(1,2): correct, so P = R = 1 over the one entity.
     dev_words, dev_tags = [["in", "York"]], [["O", "B-LOC"]]
@@ -141,8 +167,9 @@ def test_most_frequent_tag_baseline():
 
 def test_baseline_without_o_tag():
     # POS tags: NN 2, VB 2 -> tie overall, NN (smaller) for unseen words.
-    baseline = most_frequent_tag_baseline([["run", "dogs", "run", "cats"]],
-                                          [["VB", "NN", "NN", "VB"]])
+    baseline = most_frequent_tag_baseline(
+        [["run", "dogs", "run", "cats"]], [["VB", "NN", "NN", "VB"]]
+    )
     assert baseline.predict([["run", "zebras"], []]) == [["NN", "NN"], []]
     assert baseline.default_tag == "NN"
     with pytest.raises(ValueError, match="sequence 0: 2 words but 1 tags"):

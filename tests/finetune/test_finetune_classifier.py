@@ -1,10 +1,11 @@
 """AlbertClassifier: fit defaults, learning, .keras round trip, from_pretrained, regression;
 AlbertPreprocessor: ids equal to the Python tokenizer, pairs, dynamic padding, config."""
+
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras
 from albert_tf.config import AlbertConfig
 from albert_tf.models import io
 from albert_tf.models.backbone import AlbertModel
@@ -23,8 +24,11 @@ def test_fit_defaults_and_learning(trained):
     model, _, _, history = trained
     optimizer = model.optimizer
     assert isinstance(optimizer, AdamWeightDecay) and optimizer.global_clipnorm == 1.0
-    schedule = optimizer.learning_rate if isinstance(
-        optimizer.learning_rate, WarmupPolynomialDecay) else optimizer._learning_rate
+    schedule = (
+        optimizer.learning_rate
+        if isinstance(optimizer.learning_rate, WarmupPolynomialDecay)
+        else optimizer._learning_rate
+    )
     # num_train_steps inferred by fit: 3 epochs x 6 steps; warmup 10% of it
     assert (schedule.decay_steps, schedule.warmup_steps) == (18, 2)
     assert int(optimizer.iterations.numpy()) == 18
@@ -44,9 +48,11 @@ def test_infer_steps_needs_a_length():
 def test_keras_round_trip_and_regression(tmp_path):
     model = AlbertClassifier(AlbertModel(_small_config()), num_classes=1, dropout=0.2)
     assert model.is_regression
-    ids = {"input_word_ids": np.array([[2, 9, 14, 3], [2, 7, 3, 0]], "int32"),
-           "input_mask": np.array([[1, 1, 1, 1], [1, 1, 1, 0]], "int32"),
-           "input_type_ids": np.zeros([2, 4], "int32")}
+    ids = {
+        "input_word_ids": np.array([[2, 9, 14, 3], [2, 7, 3, 0]], "int32"),
+        "input_mask": np.array([[1, 1, 1, 1], [1, 1, 1, 0]], "int32"),
+        "input_type_ids": np.zeros([2, 4], "int32"),
+    }
     model.compile(learning_rate=1e-3, num_train_steps=4)
     assert isinstance(model.loss, keras.losses.MeanSquaredError)
     model.fit(ids, np.array([0.5, 4.0], "float32"), batch_size=2, epochs=2, verbose=0)
@@ -66,8 +72,9 @@ def test_from_pretrained_with_dropout_override(tmp_path, spm_model_file):
 
     backbone = AlbertModel(_small_config())
     io.save(AlbertPretrainer(backbone), str(tmp_path / "pre"), spm_model_file=spm_model_file)
-    model = AlbertClassifier.from_pretrained(str(tmp_path / "pre"), labels=["x", "y", "z"],
-                                             hidden_dropout_prob=0.1)
+    model = AlbertClassifier.from_pretrained(
+        str(tmp_path / "pre"), labels=["x", "y", "z"], hidden_dropout_prob=0.1
+    )
     assert model.num_classes == 3 and model.backbone.config.hidden_dropout_prob == 0.1
     for loaded, original in zip(model.backbone.weights, backbone.weights):
         np.testing.assert_array_equal(loaded.numpy(), original.numpy())
@@ -75,7 +82,10 @@ def test_from_pretrained_with_dropout_override(tmp_path, spm_model_file):
 
 def test_preprocessor_matches_python_tokenizer(preprocessor, spm_model_file):
     python = SentencePieceTokenizer(spm_model_file)
-    a, b = "The file is Opened, 9,000 times.", "Grüße, naïve café!"  # 15 + 17 pieces: truncated to 32
+    a, b = (
+        "The file is Opened, 9,000 times.",
+        "Grüße, naïve café!",
+    )  # 15 + 17 pieces: truncated to 32
     out = preprocessor({"text": tf.constant([a]), "text_pair": tf.constant([b])})
     ids_a, ids_b = python.encode_ids(a), python.encode_ids(b)
     assert len(ids_a) + len(ids_b) + 3 > 32

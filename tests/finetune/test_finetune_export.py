@@ -1,5 +1,6 @@
 """SavedModel export: signatures, fresh-process load with only tensorflow + tensorflow_text,
 versioned directories, warmup requests."""
+
 import json
 import os
 import subprocess
@@ -12,8 +13,13 @@ import tensorflow as tf
 
 from albert_tf.export import saved_model, versions, warmup
 
-ODD_TEXTS = ["A short sentence about a file.", "", "   \t  ",
-             "Grüße aus Köln, 東京 and naïve café — ünïcödé!", "word " * 400]
+ODD_TEXTS = [
+    "A short sentence about a file.",
+    "",
+    "   \t  ",
+    "Grüße aus Köln, 東京 and naïve café — ünïcödé!",
+    "word " * 400,
+]
 
 FRESH_PROCESS = textwrap.dedent("""
     import json, sys
@@ -60,9 +66,13 @@ def exported(trained, preprocessor, tmp_path_factory):
 def test_fresh_process_matches_keras(exported, preprocessor):
     model, base, path = exported
     assert path == os.path.join(base, "1")
-    result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, path, json.dumps(ODD_TEXTS)],
-                            capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, path, json.dumps(ODD_TEXTS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.strip().splitlines()[-1])
     assert served["signatures"] == ["encode", "predict_ids", "serving_default"]
@@ -76,19 +86,32 @@ def test_fresh_process_matches_keras(exported, preprocessor):
     assert served["label_name"] == [["other", "file"][i] for i in served["label"]]
     assert served["big_shape"] == [256, 2] and served["pooled_shape"] == [2, 128]
     # an empty request batch gets empty outputs, not an error inside the graph
-    assert served["empty"] == {"probabilities": [0, 2], "logits": [0, 2], "label": [0],
-                               "label_name": [0]}
+    assert served["empty"] == {
+        "probabilities": [0, 2],
+        "logits": [0, 2],
+        "label": [0],
+        "label_name": [0],
+    }
     assert served["empty_pooled"] == [0, 128]
-    ids = {"input_word_ids": tf.constant([[2, 10, 3]]), "input_mask": tf.constant([[1, 1, 1]]),
-           "input_type_ids": tf.constant([[0, 0, 0]])}
-    np.testing.assert_allclose(served["ids_probabilities"], tf.nn.softmax(model(ids)).numpy(),
-                               atol=2e-5)
+    ids = {
+        "input_word_ids": tf.constant([[2, 10, 3]]),
+        "input_mask": tf.constant([[1, 1, 1]]),
+        "input_type_ids": tf.constant([[0, 0, 0]]),
+    }
+    np.testing.assert_allclose(
+        served["ids_probabilities"], tf.nn.softmax(model(ids)).numpy(), atol=2e-5
+    )
 
 
 def test_saved_model_cli_lists_signatures(exported):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    result = subprocess.run([cli, "show", "--all", "--dir", exported[2]], capture_output=True,
-                            text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    result = subprocess.run(
+        [cli, "show", "--all", "--dir", exported[2]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     for name in ("serving_default", "predict_ids", "encode"):
         assert f"signature_def['{name}']" in result.stdout
@@ -131,7 +154,10 @@ def test_float32_copy_of_mixed_precision_model():
     assert model.backbone.compute_dtype == "bfloat16"
     copy = saved_model.float32_copy(model)
     assert copy.backbone.compute_dtype == "float32" and copy.compute_dtype == "float32"
-    ids = {"input_word_ids": np.array([[2, 7, 9, 3]], "int32"),
-           "input_mask": np.ones([1, 4], "int32"), "input_type_ids": np.zeros([1, 4], "int32")}
+    ids = {
+        "input_word_ids": np.array([[2, 7, 9, 3]], "int32"),
+        "input_mask": np.ones([1, 4], "int32"),
+        "input_type_ids": np.zeros([1, 4], "int32"),
+    }
     np.testing.assert_allclose(copy(ids).numpy(), model(ids).numpy(), atol=0.05)
     assert keras.config.dtype_policy().name == "float32"

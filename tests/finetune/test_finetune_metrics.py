@@ -1,4 +1,5 @@
 """Task metrics against hand-computed values (no scipy/sklearn)."""
+
 import math
 
 import numpy as np

@@ -1,4 +1,5 @@
 """FinetuneParams: flag validation, and --num_train_epochs turned into exact steps."""
+
 import numpy as np
 import pytest
 
@@ -19,8 +20,9 @@ class _Rows:
 
 
 def test_epochs_become_steps_as_the_original():
-    params = FinetuneParams(output_dir="/tmp/x", preset="albert_tiny", train_batch_size=48,
-                            num_train_epochs=2.0)
+    params = FinetuneParams(
+        output_dir="/tmp/x", preset="albert_tiny", train_batch_size=48, num_train_epochs=2.0
+    )
     # int(88641 / 48 * 2.0) = 3693 (the original's num_train_steps for SQuAD v1.1 train, 2 epochs)
     assert _steps_from_epochs(params, _Rows(88641)).num_train_steps == 3693
     params.steps_per_execution, params.save_checkpoints_steps = 100, 500
@@ -34,7 +36,7 @@ def test_validation_names_the_flag():
         validate(FinetuneParams(output_dir="/tmp/x", preset="albert_tiny", num_train_epochs=0))
     with pytest.raises(InvalidFlagError, match="give exactly one of --init_checkpoint"):
         validate(FinetuneParams(output_dir="/tmp/x"))
-    with pytest.raises(InvalidFlagError, match="--steps_per_execution=3 must divide "
-                                               "--save_checkpoints_steps=1000"):
-        validate(FinetuneParams(output_dir="/tmp/x", preset="albert_tiny",
-                                steps_per_execution=3))
+    with pytest.raises(
+        InvalidFlagError, match="--steps_per_execution=3 must divide --save_checkpoints_steps=1000"
+    ):
+        validate(FinetuneParams(output_dir="/tmp/x", preset="albert_tiny", steps_per_execution=3))

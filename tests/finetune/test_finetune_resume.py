@@ -1,6 +1,7 @@
 """Exact resume of fine-tuning: SIGTERM saves and exits 143, SIGKILL at any moment; the re-run
 ends with the same eval history, best checkpoint and final weights as an uninterrupted run, and
 trains exactly --num_train_steps steps."""
+
 import json
 import os
 import signal
@@ -8,7 +9,6 @@ import subprocess
 
 import h5py
 import numpy as np
-
 from finetune_support import checkpoint_values, classifier_flags, script, write_tsv_splits
 from signal_support import run_until
 
@@ -17,23 +17,38 @@ STEPS, EVERY = 14, 4  # evaluations at 4, 8, 12 and 14
 
 def _run_until(args, marker, sig):
     """Starts run_classifier.py; sends `sig` once a log line contains `marker`; (code, log)."""
-    process = script("run_classifier.py", args, wait=False, stderr=subprocess.PIPE,
-                     stdout=subprocess.DEVNULL, text=True)
+    process = script(
+        "run_classifier.py",
+        args,
+        wait=False,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     return run_until(process, marker, sig)
 
 
 def _h5_arrays(path):
     arrays = {}
     with h5py.File(path, "r") as f:
-        f.visititems(lambda name, item: arrays.__setitem__(name, item[()])
-                     if isinstance(item, h5py.Dataset) else None)
+        f.visititems(
+            lambda name, item: (
+                arrays.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
+            )
+        )
     return arrays
 
 
 def test_sigterm_sigkill_resume_equals_uninterrupted(tmp_path, corpus_file, spm_model_file):
     paths, _ = write_tsv_splits(str(tmp_path), corpus_file)
-    common = dict(num_train_steps=STEPS, save_checkpoints_steps=EVERY, keep_checkpoint_max=10,
-                  albert_dropout=0.1, classifier_dropout=0.1, train_batch_size=4)
+    common = dict(
+        num_train_steps=STEPS,
+        save_checkpoints_steps=EVERY,
+        keep_checkpoint_max=10,
+        albert_dropout=0.1,
+        classifier_dropout=0.1,
+        train_batch_size=4,
+    )
     reference, interrupted = str(tmp_path / "reference"), str(tmp_path / "interrupted")
 
     done = script("run_classifier.py", classifier_flags(paths, spm_model_file, reference, **common))
@@ -50,14 +65,17 @@ def test_sigterm_sigkill_resume_equals_uninterrupted(tmp_path, corpus_file, spm_
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert "Resuming from" in finished.stderr
 
-    results = [json.load(open(os.path.join(d, "eval_results.json"))) for d in (reference,
-                                                                                interrupted)]
+    results = [
+        json.load(open(os.path.join(d, "eval_results.json"))) for d in (reference, interrupted)
+    ]
     assert [h["step"] for h in results[0]["history"]] == [4, 8, 12, 14]
     assert results[1] == results[0]  # same history (no lost or repeated evaluation), same best
     for directory in (reference, interrupted):
         assert os.path.exists(os.path.join(directory, "checkpoints", f"ckpt-{STEPS}.index"))
-    final = [checkpoint_values(os.path.join(d, "checkpoints", f"ckpt-{STEPS}"))
-             for d in (reference, interrupted)]
+    final = [
+        checkpoint_values(os.path.join(d, "checkpoints", f"ckpt-{STEPS}"))
+        for d in (reference, interrupted)
+    ]
     assert sorted(final[0]) == sorted(final[1])
     step_keys = [k for k in final[0] if "iterations" in k]
     assert step_keys and all(int(final[1][k]) == STEPS for k in step_keys)  # exactly N steps

@@ -1,35 +1,60 @@
 """run_classifier.py end to end under MirroredStrategy over 2 logical CPUs (subprocess), then
 export_saved_model.py from its output; flag validation."""
+
 import json
 import os
 import subprocess
 import sys
 
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _run(args, timeout=600):
-    return subprocess.run([sys.executable] + args, capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    return subprocess.run(
+        [sys.executable] + args,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
 
 
 def test_mirrored_fit_eval_export(tmp_path, make_sentence_task, spm_model_file):
     texts, labels = make_sentence_task(limit=96)
     with open(tmp_path / "train.tsv", "w") as f:
-        f.write("sentence\tlabel\n" + "".join(f"{t}\t{'yes' if y else 'no'}\n"
-                                              for t, y in zip(texts[:64], labels[:64])))
+        f.write(
+            "sentence\tlabel\n"
+            + "".join(f"{t}\t{'yes' if y else 'no'}\n" for t, y in zip(texts[:64], labels[:64]))
+        )
     with open(tmp_path / "dev.tsv", "w") as f:
-        f.write("sentence\tlabel\n" + "".join(f"{t}\t{'yes' if y else 'no'}\n"
-                                              for t, y in zip(texts[64:], labels[64:])))
+        f.write(
+            "sentence\tlabel\n"
+            + "".join(f"{t}\t{'yes' if y else 'no'}\n" for t, y in zip(texts[64:], labels[64:]))
+        )
     out, serving = tmp_path / "out", tmp_path / "serving"
-    result = _run(["scripts/run_classifier.py", "--task_name=mentions-file", "--preset=albert_tiny",
-                   f"--spm_model_file={spm_model_file}", f"--train_file={tmp_path / 'train.tsv'}",
-                   f"--dev_file={tmp_path / 'dev.tsv'}", "--text_column=sentence",
-                   "--max_seq_length=32", "--train_batch_size=8", "--eval_batch_size=16",
-                   "--num_train_steps=4", "--save_checkpoints_steps=2", "--strategy=mirrored",
-                   "--logical_cpus=2", "--dynamic_padding",
-                   f"--output_dir={out}", f"--export_dir={serving}", "--verbose=0"])
+    result = _run(
+        [
+            "scripts/run_classifier.py",
+            "--task_name=mentions-file",
+            "--preset=albert_tiny",
+            f"--spm_model_file={spm_model_file}",
+            f"--train_file={tmp_path / 'train.tsv'}",
+            f"--dev_file={tmp_path / 'dev.tsv'}",
+            "--text_column=sentence",
+            "--max_seq_length=32",
+            "--train_batch_size=8",
+            "--eval_batch_size=16",
+            "--num_train_steps=4",
+            "--save_checkpoints_steps=2",
+            "--strategy=mirrored",
+            "--logical_cpus=2",
+            "--dynamic_padding",
+            f"--output_dir={out}",
+            f"--export_dir={serving}",
+            "--verbose=0",
+        ]
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     assert "Strategy MirroredStrategy: 2 replica(s) in sync" in result.stderr
     results = json.load(open(out / "eval_results.json"))
@@ -47,20 +72,42 @@ def test_mirrored_fit_eval_export(tmp_path, make_sentence_task, spm_model_file):
     info = json.load(open(out / "finetune.json"))
     assert info["task"]["labels"] == ["no", "yes"] and info["task"]["pair"] is False
     # a second export from the saved output, in its own process: version 2
-    result = _run(["scripts/export_saved_model.py", f"--model_dir={out}",
-                   f"--export_dir={serving}", "--warmup=false"])
+    result = _run(
+        [
+            "scripts/export_saved_model.py",
+            f"--model_dir={out}",
+            f"--export_dir={serving}",
+            "--warmup=false",
+        ]
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.strip().endswith(os.path.join(str(serving), "2"))
 
 
 def test_flag_errors_before_work(tmp_path):
-    result = _run(["scripts/run_classifier.py", "--task_name=mrpc", f"--output_dir={tmp_path}",
-                   "--preset=albert_tiny", "--data_dir=/nonexistent", "--num_train_steps=0"])
+    result = _run(
+        [
+            "scripts/run_classifier.py",
+            "--task_name=mrpc",
+            f"--output_dir={tmp_path}",
+            "--preset=albert_tiny",
+            "--data_dir=/nonexistent",
+            "--num_train_steps=0",
+        ]
+    )
     assert result.returncode != 0
     assert "--num_train_steps must be >= 1, got 0" in result.stderr
-    result = _run(["scripts/run_classifier.py", "--task_name=mrpc", f"--output_dir={tmp_path}",
-                   "--preset=albert_tiny", "--data_dir=/x", "--strategy=mirrored",
-                   "--steps_per_execution=4"])
+    result = _run(
+        [
+            "scripts/run_classifier.py",
+            "--task_name=mrpc",
+            f"--output_dir={tmp_path}",
+            "--preset=albert_tiny",
+            "--data_dir=/x",
+            "--strategy=mirrored",
+            "--steps_per_execution=4",
+        ]
+    )
     assert "--steps_per_execution > 1 fails under --strategy=mirrored" in result.stderr
     result = _run(["scripts/export_saved_model.py", f"--export_dir={tmp_path}"])
     assert "give exactly one of --model_dir and --pretrained_dir" in result.stderr

@@ -1,5 +1,6 @@
 """The SQuAD models: their outputs against the original's formulas in NumPy, their losses, fit on a
 tiny batch, the v2 train/inference switch and the beam."""
+
 import keras
 import numpy as np
 import pytest
@@ -14,20 +15,38 @@ from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSq
 
 B, S, H = 3, 10, 16
 # Rows: [CLS] question [SEP] context [SEP] (padding); p_mask 1 on the question, [SEP]s, padding.
-P_MASK = np.array([[0, 1, 1, 1, 0, 0, 0, 0, 0, 1],
-                   [0, 1, 1, 0, 0, 0, 0, 1, 1, 1],
-                   [0, 1, 1, 1, 1, 0, 0, 0, 0, 1]], np.int32)
+P_MASK = np.array(
+    [
+        [0, 1, 1, 1, 0, 0, 0, 0, 0, 1],
+        [0, 1, 1, 0, 0, 0, 0, 1, 1, 1],
+        [0, 1, 1, 1, 1, 0, 0, 0, 0, 1],
+    ],
+    np.int32,
+)
 LENGTHS = (10, 8, 10)
 CONTEXT_STARTS = (4, 3, 5)  # segment B (input_type_ids 1) starts with the context
-LABELS = {"start_positions": np.array([5, 3, 0], np.int32),
-          "end_positions": np.array([7, 5, 0], np.int32),
-          "is_impossible": np.array([0, 0, 1], np.int32)}
+LABELS = {
+    "start_positions": np.array([5, 3, 0], np.int32),
+    "end_positions": np.array([7, 5, 0], np.int32),
+    "is_impossible": np.array([0, 0, 1], np.int32),
+}
 
 
 def _config(**overrides):
-    return AlbertConfig(**{**dict(vocab_size=50, embedding_size=8, hidden_size=H,
-                                  num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=24, max_position_embeddings=16), **overrides})
+    return AlbertConfig(
+        **{
+            **dict(
+                vocab_size=50,
+                embedding_size=8,
+                hidden_size=H,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=24,
+                max_position_embeddings=16,
+            ),
+            **overrides,
+        }
+    )
 
 
 def _inputs(seed=0):
@@ -38,8 +57,7 @@ def _inputs(seed=0):
         ids[b, 0] = 2
     mask = (np.arange(S)[None] < np.array(LENGTHS)[:, None]).astype(np.int32)
     types = (np.arange(S)[None] >= np.array(CONTEXT_STARTS)[:, None]).astype(np.int32) * mask
-    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types,
-            "p_mask": P_MASK}
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types, "p_mask": P_MASK}
 
 
 def _randomized(model, seed=0):
@@ -69,8 +87,10 @@ class OriginalV2:
     """run_squad_v2.py's create_v2_model in NumPy (float64), on the original's variables."""
 
     def __init__(self, model):
-        self.w = {k: v.astype(np.float64)
-                  for k, v in export_weights(model, names.ORIGINAL_SQUAD_V2).items()}
+        self.w = {
+            k: v.astype(np.float64)
+            for k, v in export_weights(model, names.ORIGINAL_SQUAD_V2).items()
+        }
         self.eps = model.backbone.config.layer_norm_eps
 
     def masked(self, logits, p_mask):
@@ -83,28 +103,35 @@ class OriginalV2:
     def end_logits(self, seq, start_states):
         """[B, S, H] and [B, K, H] -> [B, K, S] through the original's concatenation."""
         k = start_states.shape[1]
-        end_input = np.concatenate([np.broadcast_to(seq[:, None], (B, k, S, H)),
-                                    np.broadcast_to(start_states[:, :, None], (B, k, S, H))], -1)
-        x = np.tanh(end_input @ self.w["end_logits/dense_0/kernel"]
-                    + self.w["end_logits/dense_0/bias"])
+        end_input = np.concatenate(
+            [
+                np.broadcast_to(seq[:, None], (B, k, S, H)),
+                np.broadcast_to(start_states[:, :, None], (B, k, S, H)),
+            ],
+            -1,
+        )
+        x = np.tanh(
+            end_input @ self.w["end_logits/dense_0/kernel"] + self.w["end_logits/dense_0/bias"]
+        )
         mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-        x = (x - mean) / np.sqrt(var + self.eps) * self.w["end_logits/LayerNorm/gamma"] \
-            + self.w["end_logits/LayerNorm/beta"]
+        x = (x - mean) / np.sqrt(var + self.eps) * self.w["end_logits/LayerNorm/gamma"] + self.w[
+            "end_logits/LayerNorm/beta"
+        ]
         return (x @ self.w["end_logits/dense_1/kernel"] + self.w["end_logits/dense_1/bias"])[..., 0]
 
     def cls_logits(self, seq, start_logits):
         probs = np.exp(_log_softmax(start_logits))
         features = np.concatenate([np.einsum("bs,bsh->bh", probs, seq), seq[:, 0]], -1)
-        hidden = np.tanh(features @ self.w["answer_class/dense_0/kernel"]
-                         + self.w["answer_class/dense_0/bias"])
+        hidden = np.tanh(
+            features @ self.w["answer_class/dense_0/kernel"] + self.w["answer_class/dense_0/bias"]
+        )
         return (hidden @ self.w["answer_class/dense_1/kernel"])[:, 0]
 
     def training(self, seq, p_mask, start_positions):
         start = self.start_logits(seq, p_mask)
         gold = seq[np.arange(B), start_positions][:, None]
         end = self.masked(self.end_logits(seq, gold)[:, 0], p_mask)
-        return {"start_logits": start, "end_logits": end,
-                "cls_logits": self.cls_logits(seq, start)}
+        return {"start_logits": start, "end_logits": end, "cls_logits": self.cls_logits(seq, start)}
 
     def inference(self, seq, p_mask, k1, k2):
         start = self.start_logits(seq, p_mask)
@@ -113,17 +140,24 @@ class OriginalV2:
         states = np.take_along_axis(seq, start_index[..., None], 1)
         end_log_probs = _log_softmax(self.masked(self.end_logits(seq, states), p_mask[:, None]))
         end_index = np.argsort(-end_log_probs, -1, kind="stable")[..., :k2]
-        return {"start_top_log_probs": np.take_along_axis(start_log_probs, start_index, -1),
-                "start_top_index": start_index,
-                "end_top_log_probs": np.take_along_axis(end_log_probs, end_index, -1)
-                .reshape(B, k1 * k2),
-                "end_top_index": end_index.reshape(B, k1 * k2),
-                "cls_logits": self.cls_logits(seq, start)}
+        return {
+            "start_top_log_probs": np.take_along_axis(start_log_probs, start_index, -1),
+            "start_top_index": start_index,
+            "end_top_log_probs": np.take_along_axis(end_log_probs, end_index, -1).reshape(
+                B, k1 * k2
+            ),
+            "end_top_index": end_index.reshape(B, k1 * k2),
+            "cls_logits": self.cls_logits(seq, start),
+        }
 
 
 def _v2_model(k1=3, k2=2, dropout=0.0, seed=0, **config):
-    return _randomized(AlbertSquadV2Model(AlbertModel(_config(**config)), start_n_top=k1,
-                                          end_n_top=k2, dropout=dropout), seed)
+    return _randomized(
+        AlbertSquadV2Model(
+            AlbertModel(_config(**config)), start_n_top=k1, end_n_top=k2, dropout=dropout
+        ),
+        seed,
+    )
 
 
 # ---------------------------------------------------------------- SQuAD v1.1
@@ -142,8 +176,13 @@ def test_question_answerer_logits_and_loss():
     start_loss = _cross_entropy(_log_softmax(expected[..., 0]), labels["start_positions"]).mean()
     end_loss = _cross_entropy(_log_softmax(expected[..., 1]), labels["end_positions"]).mean()
     assert metrics["loss"] == pytest.approx(0.5 * (start_loss + end_loss), rel=1e-5)
-    assert sorted(metrics) == ["end_logits_accuracy", "end_logits_loss", "loss",
-                               "start_logits_accuracy", "start_logits_loss"]
+    assert sorted(metrics) == [
+        "end_logits_accuracy",
+        "end_logits_loss",
+        "loss",
+        "start_logits_accuracy",
+        "start_logits_loss",
+    ]
 
 
 def test_question_answerer_fits_a_tiny_batch():
@@ -167,10 +206,10 @@ def test_fixed_heads_take_no_classes():
 def test_from_pretrained(tmp_path):
     io.save(AlbertModel(_config()), str(tmp_path))
     v1 = AlbertQuestionAnswerer.from_pretrained(str(tmp_path))
-    v2 = AlbertSquadV2Model.from_pretrained(str(tmp_path), start_n_top=2, end_n_top=4,
-                                            hidden_dropout_prob=0.1)
-    assert v1.dropout_rate == 0.0 and (v2.start_n_top, v2.end_n_top, v2.dropout_rate) == (2, 4,
-                                                                                            0.1)
+    v2 = AlbertSquadV2Model.from_pretrained(
+        str(tmp_path), start_n_top=2, end_n_top=4, hidden_dropout_prob=0.1
+    )
+    assert v1.dropout_rate == 0.0 and (v2.start_n_top, v2.end_n_top, v2.dropout_rate) == (2, 4, 0.1)
     assert v2.backbone.config.hidden_dropout_prob == 0.1
 
 
@@ -179,8 +218,9 @@ def test_v2_gold_start_outputs_match_the_original():
     model = _v2_model()
     inputs = {**_inputs(), "start_positions": LABELS["start_positions"]}
     ours = {k: v.numpy() for k, v in model(inputs).items()}
-    reference = OriginalV2(model).training(_sequence(model, inputs), P_MASK.astype(np.float64),
-                                           LABELS["start_positions"])
+    reference = OriginalV2(model).training(
+        _sequence(model, inputs), P_MASK.astype(np.float64), LABELS["start_positions"]
+    )
     assert sorted(ours) == ["cls_logits", "end_logits", "start_logits"]
     for key, value in reference.items():
         assert ours[key].dtype == np.float32
@@ -192,12 +232,16 @@ def test_v2_beam_matches_the_original(k1, k2):
     model = _v2_model(k1, k2, seed=1)
     inputs = _inputs(seed=1)
     ours = {k: v.numpy() for k, v in model(inputs).items()}
-    reference = OriginalV2(model).inference(_sequence(model, inputs), P_MASK.astype(np.float64),
-                                            k1, k2)
+    reference = OriginalV2(model).inference(
+        _sequence(model, inputs), P_MASK.astype(np.float64), k1, k2
+    )
     assert {k: (v.shape, v.dtype.name) for k, v in ours.items()} == {
-        "start_top_log_probs": ((B, k1), "float32"), "start_top_index": ((B, k1), "int32"),
-        "end_top_log_probs": ((B, k1 * k2), "float32"), "end_top_index": ((B, k1 * k2), "int32"),
-        "cls_logits": ((B,), "float32")}
+        "start_top_log_probs": ((B, k1), "float32"),
+        "start_top_index": ((B, k1), "int32"),
+        "end_top_log_probs": ((B, k1 * k2), "float32"),
+        "end_top_index": ((B, k1 * k2), "int32"),
+        "cls_logits": ((B,), "float32"),
+    }
     for key, value in reference.items():
         if key.endswith("index"):
             np.testing.assert_array_equal(ours[key], value, err_msg=key)
@@ -213,8 +257,9 @@ def test_v2_loss_is_the_originals():
     model.compile()
     inputs = _inputs()
     metrics = model.evaluate(inputs, LABELS, batch_size=B, verbose=0, return_dict=True)
-    reference = OriginalV2(model).training(_sequence(model, inputs), P_MASK.astype(np.float64),
-                                           LABELS["start_positions"])
+    reference = OriginalV2(model).training(
+        _sequence(model, inputs), P_MASK.astype(np.float64), LABELS["start_positions"]
+    )
     start = _cross_entropy(_log_softmax(reference["start_logits"]), LABELS["start_positions"])
     end = _cross_entropy(_log_softmax(reference["end_logits"]), LABELS["end_positions"])
     logits, impossible = reference["cls_logits"], LABELS["is_impossible"]
@@ -233,11 +278,21 @@ def test_v2_fit_then_predict():
     losses = history.history["loss"]
     assert losses[-1] < 0.8 * losses[0], losses
     assert sorted(history.history) == sorted(
-        [f"{out}_{metric}" for out in ("start_logits", "end_logits", "cls_logits")
-         for metric in ("loss", "accuracy")] + ["loss"])
+        [
+            f"{out}_{metric}"
+            for out in ("start_logits", "end_logits", "cls_logits")
+            for metric in ("loss", "accuracy")
+        ]
+        + ["loss"]
+    )
     predicted = model.predict(inputs, batch_size=B, verbose=0)
-    assert sorted(predicted) == ["cls_logits", "end_top_index", "end_top_log_probs",
-                                 "start_top_index", "start_top_log_probs"]
+    assert sorted(predicted) == [
+        "cls_logits",
+        "end_top_index",
+        "end_top_log_probs",
+        "start_top_index",
+        "start_top_log_probs",
+    ]
     assert predicted["end_top_index"].dtype == np.int32
     # fit and evaluate also accept the start positions in the inputs.
     with_starts = {**inputs, "start_positions": LABELS["start_positions"]}
@@ -264,8 +319,7 @@ def test_v2_under_mixed_precision_keeps_float32_outputs():
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
-        mixed = AlbertSquadV2Model(AlbertModel(_config()), start_n_top=3, end_n_top=2,
-                                   dropout=0.0)
+        mixed = AlbertSquadV2Model(AlbertModel(_config()), start_n_top=3, end_n_top=2, dropout=0.0)
     finally:
         keras.mixed_precision.set_global_policy(previous)
     mixed.set_weights(model.get_weights())
@@ -275,5 +329,6 @@ def test_v2_under_mixed_precision_keeps_float32_outputs():
         assert outputs[key].dtype == np.float32, key
         allowed = P_MASK == 0 if value.ndim == 2 else np.ones_like(value, bool)
         scale = max(1.0, np.abs(value[allowed]).max())
-        np.testing.assert_allclose(outputs[key][allowed], value[allowed], rtol=0,
-                                   atol=0.05 * scale, err_msg=key)
+        np.testing.assert_allclose(
+            outputs[key][allowed], value[allowed], rtol=0, atol=0.05 * scale, err_msg=key
+        )

@@ -1,6 +1,7 @@
 """RACE: reading the release layout (and all.txt), the "_" rule, truncation keeping the last qa
 pieces, the in-graph packing, bad records as one-line errors, run_race.py end to end (train,
 evaluate, predict, export) with the export loaded in a fresh process, and the Table 14 flagfile."""
+
 import json
 import os
 import subprocess
@@ -10,14 +11,17 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
+from finetune_support import REPO, script
 
 from albert_tf.data import race
 from albert_tf.data.task_spec import DataError
-from finetune_support import REPO, script
 
 SEQ_LENGTH, MAX_QA = 48, 16
-QUESTIONS = ("Which sentence is taken from the passage?", "The passage says: _",
-             "According to the text, which of these statements _ true?")
+QUESTIONS = (
+    "Which sentence is taken from the passage?",
+    "The passage says: _",
+    "According to the text, which of these statements _ true?",
+)
 LONG_ARTICLE = "The students walked to the old library after class and read. " * 12
 
 FRESH_PROCESS = textwrap.dedent("""
@@ -44,8 +48,11 @@ FRESH_PROCESS = textwrap.dedent("""
 def _documents(corpus_file):
     with open(corpus_file, encoding="utf-8") as f:
         blocks = f.read().split("\n\n")
-    return [[s for s in block.splitlines() if s.strip()] for block in blocks
-            if len(block.splitlines()) >= 3]
+    return [
+        [s for s in block.splitlines() if s.strip()]
+        for block in blocks
+        if len(block.splitlines()) >= 3
+    ]
 
 
 def _article(document, others, rng, number):
@@ -59,8 +66,13 @@ def _article(document, others, rng, number):
         questions.append(QUESTIONS[(number + q) % len(QUESTIONS)])
         options.append(choices)
         answers.append("ABCD"[label])
-    return {"article": " ".join(document), "questions": questions, "options": options,
-            "answers": answers, "id": f"doc{number}.txt"}
+    return {
+        "article": " ".join(document),
+        "questions": questions,
+        "options": options,
+        "answers": answers,
+        "id": f"doc{number}.txt",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +90,15 @@ def race_dir(corpus_file, tmp_path_factory):
             records = []
             for i in range(count):
                 document = documents[number % len(documents)]
-                others = documents[:number % len(documents)] + documents[number % len(documents)
-                                                                         + 1:]
+                others = (
+                    documents[: number % len(documents)] + documents[number % len(documents) + 1 :]
+                )
                 records.append(_article(document, others, rng, number))
                 number += 1
             if (split, level) == ("dev", "high"):
                 (directory / "all.txt").write_text(
-                    "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+                    "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8"
+                )
             else:
                 for i, record in enumerate(records):
                     (directory / f"{i + 1}.txt").write_text(json.dumps(record), encoding="utf-8")
@@ -120,22 +134,34 @@ def test_underscore_rule_and_truncation_keep_the_last_qa_pieces(tokenizer):
 
     question = "Tom said _ loudly , and then asked why the old library had closed so early today ?"
     examples = race.RaceExamples(
-        [LONG_ARTICLE], np.array([0]), ["x"], np.array([0]), np.array(["high"]), [question],
-        [["Hello", "Goodbye", "Nothing at all", "Yes"]], np.array([1], np.int32), "test")
+        [LONG_ARTICLE],
+        np.array([0]),
+        ["x"],
+        np.array([0]),
+        np.array(["high"]),
+        [question],
+        [["Hello", "Goodbye", "Nothing at all", "Yes"]],
+        np.array([1], np.int32),
+        "test",
+    )
     packed = race.build_inputs(examples, tokenizer, SEQ_LENGTH, max_qa_length=8)
     article_ids = tokenizer.encode_ids(preprocess_text(LONG_ARTICLE))
     assert len(article_ids) > SEQ_LENGTH
     assert packed.truncated_articles == 4 and packed.truncated_qas == 4
     for choice, option in enumerate(examples.options[0]):
         qa = preprocess_text(question.replace("_", option))
-        assert race.qa_texts(preprocess_text(question), [
-            preprocess_text(o) for o in examples.options[0]])[choice] == qa
+        assert (
+            race.qa_texts(
+                preprocess_text(question), [preprocess_text(o) for o in examples.options[0]]
+            )[choice]
+            == qa
+        )
         first, total = packed.segment_lengths[0, choice].tolist()
         ids = packed.word_ids[0, choice].tolist()
         assert total == SEQ_LENGTH and first == SEQ_LENGTH - 8 - 1
         assert ids[0] == tokenizer.cls_id and ids[first - 1] == tokenizer.sep_id == ids[-1]
-        assert ids[1:first - 1] == article_ids[:first - 2]  # the article's first pieces
-        assert ids[first:total - 1] == tokenizer.encode_ids(qa)[-8:]  # the qa's LAST pieces
+        assert ids[1 : first - 1] == article_ids[: first - 2]  # the article's first pieces
+        assert ids[first : total - 1] == tokenizer.encode_ids(qa)[-8:]  # the qa's LAST pieces
     assert race.qa_texts("why?", ["a", "b", "c", "d"]) == ["why? a", "why? b", "why? c", "why? d"]
     inputs = race.model_inputs(packed.inputs())
     assert inputs["input_mask"].numpy().sum() == 4 * SEQ_LENGTH
@@ -152,13 +178,30 @@ def test_graph_packing_equals_python(tokenizer, spm_model_file, race_dir):
     articles = [dev.articles[i] for i in dev.article_index] + [LONG_ARTICLE, "Ça   va ?"]
     questions = dev.questions + ["Ｔｈｅ ＿ cat and the _ dog", "_"]
     options = dev.options + [["big", "small ", " ", "Grüße"], ["", "a", "b", "c"]]
-    examples = race.RaceExamples(articles, np.arange(len(articles)), ["x"] * len(articles),
-                                 np.zeros(len(articles), np.int32),
-                                 np.array(["high"] * len(articles)), questions, options, None, "t")
-    expected = race.model_inputs(race.build_inputs(examples, tokenizer, SEQ_LENGTH,
-                                                   MAX_QA).inputs())
-    graph = pack_choices(TextTokenizer(spm_model_file), articles, questions, options, SEQ_LENGTH,
-                         MAX_QA, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id)
+    examples = race.RaceExamples(
+        articles,
+        np.arange(len(articles)),
+        ["x"] * len(articles),
+        np.zeros(len(articles), np.int32),
+        np.array(["high"] * len(articles)),
+        questions,
+        options,
+        None,
+        "t",
+    )
+    expected = race.model_inputs(
+        race.build_inputs(examples, tokenizer, SEQ_LENGTH, MAX_QA).inputs()
+    )
+    graph = pack_choices(
+        TextTokenizer(spm_model_file),
+        articles,
+        questions,
+        options,
+        SEQ_LENGTH,
+        MAX_QA,
+        cls_id=tokenizer.cls_id,
+        sep_id=tokenizer.sep_id,
+    )
     length = graph["input_word_ids"].shape[-1]
     assert length <= SEQ_LENGTH and length % 8 == 0 or length == SEQ_LENGTH
     for key, values in expected.items():
@@ -167,22 +210,62 @@ def test_graph_packing_equals_python(tokenizer, spm_model_file, race_dir):
         np.testing.assert_array_equal(graph[key].numpy(), values[..., :length], err_msg=key)
 
 
-@pytest.mark.parametrize("record, message", [
-    ('{"article": "A.", "questions": ["Q?"], ', "1.txt:1:40: invalid JSON"),
-    ({"article": "A.", "questions": ["Q?", "R?"], "options": [["a", "b", "c", "d"],
-                                                             ["a", "b", "c"]],
-      "answers": ["A", "B"]}, "1.txt: question 2: 3 options, expected 4"),
-    ({"article": "A.", "questions": ["Q?"], "options": [["a", "b", "c", "d"]],
-      "answers": ["E"]}, "1.txt: question 1: answer 'E' is not one of A, B, C, D"),
-    ({"article": "A.", "questions": ["Q?"], "options": [["a", "b", "c", "d"]],
-      "answers": ["A", "B"]}, "1.txt: 1 questions, 1 options lists and 2 answers"),
-    ({"article": "  ", "questions": ["Q?"], "options": [["a", "b", "c", "d"]],
-      "answers": ["A"]}, "1.txt: empty article"),
-    ({"article": "A.", "questions": [""], "options": [["a", "b", "c", "d"]],
-      "answers": ["A"]}, "1.txt: question 1 is empty"),
-    ({"article": "A.", "questions": ["Q?"], "options": [["a", "b", "c", "d"]]},
-     "has no 'answers'"),
-], ids=["json", "options", "answer", "counts", "article", "question", "unlabelled"])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ('{"article": "A.", "questions": ["Q?"], ', "1.txt:1:40: invalid JSON"),
+        (
+            {
+                "article": "A.",
+                "questions": ["Q?", "R?"],
+                "options": [["a", "b", "c", "d"], ["a", "b", "c"]],
+                "answers": ["A", "B"],
+            },
+            "1.txt: question 2: 3 options, expected 4",
+        ),
+        (
+            {
+                "article": "A.",
+                "questions": ["Q?"],
+                "options": [["a", "b", "c", "d"]],
+                "answers": ["E"],
+            },
+            "1.txt: question 1: answer 'E' is not one of A, B, C, D",
+        ),
+        (
+            {
+                "article": "A.",
+                "questions": ["Q?"],
+                "options": [["a", "b", "c", "d"]],
+                "answers": ["A", "B"],
+            },
+            "1.txt: 1 questions, 1 options lists and 2 answers",
+        ),
+        (
+            {
+                "article": "  ",
+                "questions": ["Q?"],
+                "options": [["a", "b", "c", "d"]],
+                "answers": ["A"],
+            },
+            "1.txt: empty article",
+        ),
+        (
+            {
+                "article": "A.",
+                "questions": [""],
+                "options": [["a", "b", "c", "d"]],
+                "answers": ["A"],
+            },
+            "1.txt: question 1 is empty",
+        ),
+        (
+            {"article": "A.", "questions": ["Q?"], "options": [["a", "b", "c", "d"]]},
+            "has no 'answers'",
+        ),
+    ],
+    ids=["json", "options", "answer", "counts", "article", "question", "unlabelled"],
+)
 def test_bad_records(tmp_path, record, message):
     directory = tmp_path / "RACE" / "dev" / "middle"
     directory.mkdir(parents=True)
@@ -195,8 +278,12 @@ def test_bad_records(tmp_path, record, message):
 def test_bad_all_txt_line_and_missing_level(tmp_path):
     directory = tmp_path / "RACE" / "dev" / "high"
     directory.mkdir(parents=True)
-    good = {"article": "A.", "questions": ["Q?"], "options": [["a", "b", "c", "d"]],
-            "answers": ["A"]}
+    good = {
+        "article": "A.",
+        "questions": ["Q?"],
+        "options": [["a", "b", "c", "d"]],
+        "answers": ["A"],
+    }
     (directory / "all.txt").write_text(json.dumps(good) + "\n\n{oops\n")
     with pytest.raises(DataError, match=r"all.txt:3:2: invalid JSON"):
         race.read_race(str(tmp_path), "dev", high_only=True)
@@ -220,10 +307,20 @@ def test_unlabelled_test_files(tmp_path):
 
 
 def _flags(race_dir, spm_model_file, output_dir, **overrides):
-    values = dict(data_dir=race_dir, preset="albert_tiny", spm_model_file=spm_model_file,
-                  max_seq_length=SEQ_LENGTH, max_qa_length=MAX_QA, train_batch_size=8,
-                  eval_batch_size=16, num_train_steps=4, save_checkpoints_steps=2,
-                  learning_rate=1e-3, output_dir=output_dir, verbose=0)
+    values = dict(
+        data_dir=race_dir,
+        preset="albert_tiny",
+        spm_model_file=spm_model_file,
+        max_seq_length=SEQ_LENGTH,
+        max_qa_length=MAX_QA,
+        train_batch_size=8,
+        eval_batch_size=16,
+        num_train_steps=4,
+        save_checkpoints_steps=2,
+        learning_rate=1e-3,
+        output_dir=output_dir,
+        verbose=0,
+    )
     values.update(overrides)
     return [f"--{k}={v}" for k, v in values.items() if v is not None]
 
@@ -232,8 +329,9 @@ def _flags(race_dir, spm_model_file, output_dir, **overrides):
 def finished_run(race_dir, spm_model_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("race_run") / "run"
     serving = out.parent / "serving"
-    result = script("run_race.py", _flags(race_dir, spm_model_file, out, do_predict=True,
-                                          export_dir=serving))
+    result = script(
+        "run_race.py", _flags(race_dir, spm_model_file, out, do_predict=True, export_dir=serving)
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return out, serving, result
 
@@ -252,8 +350,9 @@ def test_fit_evaluate_predict_export(finished_run, race_dir):
     assert predicted["split"] == "test" and "high_accuracy" in predicted["metrics"]
     test = race.read_race(str(race_dir), "test")
     rows = predicted["predictions"]
-    assert [(r["id"], r["question"]) for r in rows] == list(zip(test.example_ids,
-                                                                test.question_index.tolist()))
+    assert [(r["id"], r["question"]) for r in rows] == list(
+        zip(test.example_ids, test.question_index.tolist())
+    )
     assert all(r["answer"] in "ABCD" and abs(sum(r["probabilities"]) - 1) < 1e-4 for r in rows)
     info = json.load(open(out / "finetune.json"))
     assert info["task"]["kind"] == "race" and info["task"]["data"]["max_qa_length"] == MAX_QA
@@ -271,19 +370,32 @@ def test_export_in_a_fresh_process_equals_the_keras_model(finished_run, tokenize
     model = keras.saving.load_model(str(out / "model.keras"), compile=False)
     assert isinstance(model, AlbertMultipleChoice)
     test = race.read_race(str(race_dir), "test")
-    batch = {"article": [test.articles[i] for i in test.article_index[:3]] + [LONG_ARTICLE],
-             "question": test.questions[:3] + ["The students _ to the library ."],
-             "options": test.options[:3] + [["walked", "ran", "drove", "flew"]]}
-    examples = race.RaceExamples(batch["article"], np.arange(4), ["x"] * 4, np.zeros(4),
-                                 np.array(["high"] * 4), batch["question"], batch["options"],
-                                 None, "batch")
-    inputs = race.model_inputs(race.build_inputs(examples, tokenizer, SEQ_LENGTH,
-                                                 MAX_QA).inputs())
+    batch = {
+        "article": [test.articles[i] for i in test.article_index[:3]] + [LONG_ARTICLE],
+        "question": test.questions[:3] + ["The students _ to the library ."],
+        "options": test.options[:3] + [["walked", "ran", "drove", "flew"]],
+    }
+    examples = race.RaceExamples(
+        batch["article"],
+        np.arange(4),
+        ["x"] * 4,
+        np.zeros(4),
+        np.array(["high"] * 4),
+        batch["question"],
+        batch["options"],
+        None,
+        "batch",
+    )
+    inputs = race.model_inputs(race.build_inputs(examples, tokenizer, SEQ_LENGTH, MAX_QA).inputs())
     logits = model(inputs).numpy()
     expected = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
-    result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(serving / "1"),
-                             json.dumps(batch)], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, str(serving / "1"), json.dumps(batch)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.strip().splitlines()[-1])
     assert served["signatures"] == ["predict_ids", "serving_default"]
@@ -323,13 +435,18 @@ def test_bad_input_is_one_line(race_dir, spm_model_file, tmp_path):
     from albert_tf.finetune.race import RaceData, RaceTask
     from albert_tf.settings import InvalidFlagError
 
-    with pytest.raises(InvalidFlagError, match=r"--max_qa_length=46 must be in \[1, "
-                       r"--max_seq_length - 3 = 45\]"):
-        RaceTask(RaceData(str(race_dir), max_qa_length=46)).configure_text(spm_model_file,
-                                                                          seq_length=48)
+    with pytest.raises(
+        InvalidFlagError,
+        match=r"--max_qa_length=46 must be in \[1, "
+        r"--max_seq_length - 3 = 45\]",
+    ):
+        RaceTask(RaceData(str(race_dir), max_qa_length=46)).configure_text(
+            spm_model_file, seq_length=48
+        )
     with pytest.raises(InvalidFlagError, match="--high_only and --middle_only"):
         RaceTask(RaceData(str(race_dir), high_only=True, middle_only=True)).configure_text(
-            spm_model_file, seq_length=48)
+            spm_model_file, seq_length=48
+        )
 
 
 def test_race_flagfile_parses_with_run_race(tmp_path):
@@ -347,17 +464,37 @@ def test_race_flagfile_parses_with_run_race(tmp_path):
         print(json.dumps({"params": vars(params), "data": vars(from_flags(RaceData))}))
     """)
     result = subprocess.run(
-        [sys.executable, "-c", check, "--init_checkpoint=pretrained", f"--data_dir={tmp_path}",
-         f"--output_dir={tmp_path / 'out'}"], cwd=REPO, capture_output=True, text=True,
-        timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-                              PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", "")))
+        [
+            sys.executable,
+            "-c",
+            check,
+            "--init_checkpoint=pretrained",
+            f"--data_dir={tmp_path}",
+            f"--output_dir={tmp_path / 'out'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(
+            os.environ,
+            TF_CPP_MIN_LOG_LEVEL="3",
+            PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        ),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     parsed = json.loads(result.stdout.strip().splitlines()[-1])
     params = parsed["params"]
     # Table 14, RACE: lr 2e-5, batch 32, ALBERT DR 0.1, classifier DR 0.1, 12000 steps, 1000 warmup,
     # MSL 512; max_qa_length 128 as the original run_race.py.
-    assert (params["learning_rate"], params["train_batch_size"], params["albert_dropout"],
-            params["classifier_dropout"], params["num_train_steps"], params["warmup_steps"],
-            params["max_seq_length"]) == (2e-5, 32, 0.1, 0.1, 12000, 1000, 512)
+    assert (
+        params["learning_rate"],
+        params["train_batch_size"],
+        params["albert_dropout"],
+        params["classifier_dropout"],
+        params["num_train_steps"],
+        params["warmup_steps"],
+        params["max_seq_length"],
+    ) == (2e-5, 32, 0.1, 0.1, 12000, 1000, 512)
     assert parsed["data"]["max_qa_length"] == 128
     assert not tf.io.gfile.exists(str(tmp_path / "out"))

@@ -4,6 +4,7 @@ and errors naming the file and question.
 The helpers at the top (`write_squad`, `v1_dataset`, `v2_dataset`, `SETTINGS`) are shared with
 test_squad_predictions.py.
 """
+
 import json
 import logging
 import os
@@ -18,13 +19,17 @@ from albert_tf.data.task_spec import DataError
 # question pieces, a new window every 8 pieces.
 SETTINGS = squad.FeatureSettings(max_seq_length=32, doc_stride=8, max_query_length=10)
 
-TOWER = ("Gustave Eiffel's company designed and built the tower in Paris between 1887 and "
-         "1889. The café on the first floor serves crème brûlée; Zürich-born visitors call it "
-         "« la dame de fer ». It was the tallest man-made structure in the world until 1930, "
-         "when the Chrysler Building in New York City was finished.")
+TOWER = (
+    "Gustave Eiffel's company designed and built the tower in Paris between 1887 and "
+    "1889. The café on the first floor serves crème brûlée; Zürich-born visitors call it "
+    "« la dame de fer ». It was the tallest man-made structure in the world until 1930, "
+    "when the Chrysler Building in New York City was finished."
+)
 NILE = "The Nile  is a river in\nnorth-eastern Africa (6,650 km long)."
-LONG_QUESTION = ("In which year, according to the paragraph about the famous iron lattice tower "
-                 "on the Champ de Mars, did it stop being the tallest structure?")
+LONG_QUESTION = (
+    "In which year, according to the paragraph about the famous iron lattice tower "
+    "on the Champ de Mars, did it stop being the tallest structure?"
+)
 MARS = "Mars is the fourth planet from the Sun; its two moons are Phobos and Deimos."
 
 
@@ -46,12 +51,22 @@ def word_questions(context, prefix):
         position += len(word)
     qas = []
     for i, (word, start) in enumerate(words):
-        qas.append({"id": f"{prefix}-w{i}", "question": f"What is word {i}?",
-                    "answers": [{"text": word, "answer_start": start}]})
+        qas.append(
+            {
+                "id": f"{prefix}-w{i}",
+                "question": f"What is word {i}?",
+                "answers": [{"text": word, "answer_start": start}],
+            }
+        )
         if i + 1 < len(words):
             end = words[i + 1][1] + len(words[i + 1][0])
-            qas.append({"id": f"{prefix}-p{i}", "question": f"Which words start at {i}?",
-                        "answers": [{"text": context[start:end], "answer_start": start}]})
+            qas.append(
+                {
+                    "id": f"{prefix}-p{i}",
+                    "question": f"Which words start at {i}?",
+                    "answers": [{"text": context[start:end], "answer_start": start}],
+                }
+            )
     return qas
 
 
@@ -60,51 +75,111 @@ def v1_dataset():
     punctuation at the ends, a question longer than max_query_length, one mismatched
     answer_start) plus one question per word and per word pair."""
     tower = [
-        {"id": "who", "question": "Who designed the tower?",
-         "answers": [answer(TOWER, "Gustave Eiffel's company"), answer(TOWER, "Gustave Eiffel")]},
-        {"id": "where", "question": "Where is the tower?",
-         "answers": [answer(TOWER, " Paris", shift=0)]},  # a leading space
-        {"id": "dessert", "question": "What does the café serve?",
-         "answers": [answer(TOWER, "crème brûlée; ")]},  # trailing punctuation and space
+        {
+            "id": "who",
+            "question": "Who designed the tower?",
+            "answers": [answer(TOWER, "Gustave Eiffel's company"), answer(TOWER, "Gustave Eiffel")],
+        },
+        {
+            "id": "where",
+            "question": "Where is the tower?",
+            "answers": [answer(TOWER, " Paris", shift=0)],
+        },  # a leading space
+        {
+            "id": "dessert",
+            "question": "What does the café serve?",
+            "answers": [answer(TOWER, "crème brûlée; ")],
+        },  # trailing punctuation and space
         {"id": "long", "question": LONG_QUESTION, "answers": [answer(TOWER, "1930")]},
-        {"id": "building", "question": "Which building was finished in 1930?",
-         "answers": [answer(TOWER, "Chrysler Building")]},
-        {"id": "last", "question": "What happened to the building?",
-         "answers": [answer(TOWER, "was finished.")]},
-        {"id": "bad-start", "question": "When was it built?",
-         "answers": [answer(TOWER, "1887", shift=3)]},
+        {
+            "id": "building",
+            "question": "Which building was finished in 1930?",
+            "answers": [answer(TOWER, "Chrysler Building")],
+        },
+        {
+            "id": "last",
+            "question": "What happened to the building?",
+            "answers": [answer(TOWER, "was finished.")],
+        },
+        {
+            "id": "bad-start",
+            "question": "When was it built?",
+            "answers": [answer(TOWER, "1887", shift=3)],
+        },
     ] + word_questions(TOWER, "tower")
     nile = [
-        {"id": "nile", "question": "Where is the Nile?",
-         "answers": [answer(NILE, "north-eastern Africa"), answer(NILE, "Africa")]},
-        {"id": "length", "question": "How long is the Nile?",
-         "answers": [answer(NILE, "6,650 km")]},
+        {
+            "id": "nile",
+            "question": "Where is the Nile?",
+            "answers": [answer(NILE, "north-eastern Africa"), answer(NILE, "Africa")],
+        },
+        {
+            "id": "length",
+            "question": "How long is the Nile?",
+            "answers": [answer(NILE, "6,650 km")],
+        },
     ] + word_questions(NILE, "nile")
-    return {"version": "1.1", "data": [
-        {"title": "Eiffel_Tower", "paragraphs": [{"context": TOWER, "qas": tower}]},
-        {"title": "Nile", "paragraphs": [{"context": NILE, "qas": nile}]}]}
+    return {
+        "version": "1.1",
+        "data": [
+            {"title": "Eiffel_Tower", "paragraphs": [{"context": TOWER, "qas": tower}]},
+            {"title": "Nile", "paragraphs": [{"context": NILE, "qas": nile}]},
+        ],
+    }
 
 
 def v2_dataset():
     """A SQuAD v2.0 dataset: answerable and unanswerable questions on two contexts."""
     mars = [
-        {"id": "moons", "question": "What are the moons of Mars?", "is_impossible": False,
-         "answers": [answer(MARS, "Phobos and Deimos")]},
-        {"id": "rings", "question": "How many rings does Mars have?", "is_impossible": True,
-         "answers": [], "plausible_answers": [answer(MARS, "two")]},
-        {"id": "order", "question": "Which planet from the Sun is Mars?", "is_impossible": False,
-         "answers": [answer(MARS, "fourth"), answer(MARS, "the fourth planet")]},
+        {
+            "id": "moons",
+            "question": "What are the moons of Mars?",
+            "is_impossible": False,
+            "answers": [answer(MARS, "Phobos and Deimos")],
+        },
+        {
+            "id": "rings",
+            "question": "How many rings does Mars have?",
+            "is_impossible": True,
+            "answers": [],
+            "plausible_answers": [answer(MARS, "two")],
+        },
+        {
+            "id": "order",
+            "question": "Which planet from the Sun is Mars?",
+            "is_impossible": False,
+            "answers": [answer(MARS, "fourth"), answer(MARS, "the fourth planet")],
+        },
     ]
     tower = [
-        {"id": "height", "question": "How tall is the tower in metres?", "is_impossible": True,
-         "answers": []},
-        {"id": "city", "question": "Which city?", "is_impossible": False,
-         "answers": [answer(TOWER, "New York City")]},
-        {"id": "first", "question": "Who?", "is_impossible": False,
-         "answers": [answer(TOWER, "Gustave")]},
+        {
+            "id": "height",
+            "question": "How tall is the tower in metres?",
+            "is_impossible": True,
+            "answers": [],
+        },
+        {
+            "id": "city",
+            "question": "Which city?",
+            "is_impossible": False,
+            "answers": [answer(TOWER, "New York City")],
+        },
+        {
+            "id": "first",
+            "question": "Who?",
+            "is_impossible": False,
+            "answers": [answer(TOWER, "Gustave")],
+        },
     ]
-    return {"version": "v2.0", "data": [{"title": "Mars", "paragraphs": [
-        {"context": MARS, "qas": mars}, {"context": TOWER, "qas": tower}]}]}
+    return {
+        "version": "v2.0",
+        "data": [
+            {
+                "title": "Mars",
+                "paragraphs": [{"context": MARS, "qas": mars}, {"context": TOWER, "qas": tower}],
+            }
+        ],
+    }
 
 
 def write_squad(path, dataset):
@@ -150,7 +225,8 @@ def test_reads_v1_examples(v1_file, caplog):
     # The mismatched answer_start is counted, listed in a warning and skipped.
     assert "bad-start" not in by_id and examples.mismatched_ids == ["bad-start"]
     assert len(examples) == len(v1_dataset()["data"][0]["paragraphs"][0]["qas"]) - 1 + len(
-        v1_dataset()["data"][1]["paragraphs"][0]["qas"])
+        v1_dataset()["data"][1]["paragraphs"][0]["qas"]
+    )
     warning = " ".join(r.getMessage() for r in caplog.records)
     assert "1 of" in warning and "bad-start" in warning and "skipped" in warning
 
@@ -184,26 +260,46 @@ def test_errors_name_file_and_question(tmp_path):
     good = {"id": "q7", "question": "Moons?", "answers": [answer(MARS, "Phobos")]}
     cases = [
         ({**good, "question": "  "}, MARS, "question 'q7': empty question"),
-        ({k: v for k, v in good.items() if k != "question"}, MARS,
-         "question 'q7': missing 'question'"),
-        ({k: v for k, v in good.items() if k != "answers"}, MARS,
-         "question 'q7': missing 'answers'"),
+        (
+            {k: v for k, v in good.items() if k != "question"},
+            MARS,
+            "question 'q7': missing 'question'",
+        ),
+        (
+            {k: v for k, v in good.items() if k != "answers"},
+            MARS,
+            "question 'q7': missing 'answers'",
+        ),
         (good, " \n", "question 'q7' (data[0].paragraphs[0]): empty context"),
-        ({**good, "answers": []}, MARS, "question 'q7': no answers and is_impossible is not "
-         "true; unanswerable questions need version_2_with_negative=True"),
-        ({**good, "answers": [], "is_impossible": True}, MARS,
-         "question 'q7': is_impossible is true in a SQuAD v1.1 reading"),
-        ({**good, "answers": [{"text": "Phobos", "answer_start": "12"}]}, MARS,
-         "question 'q7': answers[0]: answer_start must be an integer"),
-        ({k: v for k, v in good.items() if k != "id"}, MARS,
-         "data[0].paragraphs[0].qas[0]: question without an 'id'"),
+        (
+            {**good, "answers": []},
+            MARS,
+            "question 'q7': no answers and is_impossible is not "
+            "true; unanswerable questions need version_2_with_negative=True",
+        ),
+        (
+            {**good, "answers": [], "is_impossible": True},
+            MARS,
+            "question 'q7': is_impossible is true in a SQuAD v1.1 reading",
+        ),
+        (
+            {**good, "answers": [{"text": "Phobos", "answer_start": "12"}]},
+            MARS,
+            "question 'q7': answers[0]: answer_start must be an integer",
+        ),
+        (
+            {k: v for k, v in good.items() if k != "id"},
+            MARS,
+            "data[0].paragraphs[0].qas[0]: question without an 'id'",
+        ),
     ]
     for qa, context, message in cases:
         write_squad(path, dataset_with(qa, context))
         assert _error(path).startswith(f"{path}: {message}"), (message, _error(path))
     write_squad(path, dataset_with({**good, "answers": []}))
     assert _error(path, version_2_with_negative=True) == (
-        f"{path}: question 'q7': no answers and is_impossible is not true")
+        f"{path}: question 'q7': no answers and is_impossible is not true"
+    )
     write_squad(path, {"data": [{"paragraphs": [{"context": MARS, "qas": [good, good]}]}]})
     assert _error(path) == f"{path}: question 'q7': duplicate question id"
     with pytest.raises(FileNotFoundError, match="missing.json"):
@@ -259,25 +355,26 @@ def test_window_layout(v1_features, tokenizer):
     assert features.input_word_ids.dtype == np.int32 and features.token_is_max_context.dtype == bool
     for row in range(len(features)):
         example = examples[features.example_index[row]]
-        query = tokenizer.encode_ids(example.question_text)[:SETTINGS.max_query_length]
+        query = tokenizer.encode_ids(example.question_text)[: SETTINGS.max_query_length]
         ids = features.input_word_ids[row]
         used = int(features.input_mask[row].sum())
         n = len(query)
-        assert ids[0] == cls_id and ids[1:n + 1].tolist() == query and ids[n + 1] == sep_id
+        assert ids[0] == cls_id and ids[1 : n + 1].tolist() == query and ids[n + 1] == sep_id
         assert ids[used - 1] == sep_id and not ids[used:].any()
         assert features.input_mask[row, :used].all()
         types = features.input_type_ids[row]
-        assert not types[:n + 2].any() and types[n + 2:used].all() and not types[used:].any()
+        assert not types[: n + 2].any() and types[n + 2 : used].all() and not types[used:].any()
         p_mask = features.p_mask[row]
-        assert p_mask[0] == 0 and p_mask[1:n + 2].all() and not p_mask[n + 2:used - 1].any()
-        assert p_mask[used - 1:].all()
+        assert p_mask[0] == 0 and p_mask[1 : n + 2].all() and not p_mask[n + 2 : used - 1].any()
+        assert p_mask[used - 1 :].all()
         context = p_mask == 0
         context[0] = False
         assert (features.piece_start_char[row][~context] == -1).all()
         assert (features.piece_start_char[row][context] >= 0).all()
         assert not features.token_is_max_context[row][~context].any()
-    long_rows = [r for r in range(len(features))
-                 if examples[features.example_index[r]].qas_id == "long"]
+    long_rows = [
+        r for r in range(len(features)) if examples[features.example_index[r]].qas_id == "long"
+    ]
     assert features.input_word_ids[long_rows[0], SETTINGS.max_query_length + 1] == sep_id
 
 
@@ -287,18 +384,22 @@ def test_windows_slide_and_each_piece_has_one_max_context_window(v1_features, to
         example = examples[example_index]
         pieces = tokenizer.encode_pieces(example.context_text)
         alignment = squad.align_pieces(example.context_text, pieces)
-        query = tokenizer.encode_ids(example.question_text)[:SETTINGS.max_query_length]
+        query = tokenizer.encode_ids(example.question_text)[: SETTINGS.max_query_length]
         spans = squad.window_spans(len(pieces), 32 - len(query) - 3, 8)
         assert len(rows) == len(spans) >= (4 if example.context_text == TOWER else 2)
         max_context = np.zeros(len(pieces), int)
         for row, (start, length) in zip(rows, spans):
             positions = slice(len(query) + 2, len(query) + 2 + length)
             assert not features.p_mask[row, positions].any()
-            np.testing.assert_array_equal(features.piece_start_char[row, positions],
-                                          alignment.piece_start_char[start:start + length])
-            np.testing.assert_array_equal(features.piece_end_char[row, positions],
-                                          alignment.piece_end_char[start:start + length])
-            max_context[start:start + length] += features.token_is_max_context[row, positions]
+            np.testing.assert_array_equal(
+                features.piece_start_char[row, positions],
+                alignment.piece_start_char[start : start + length],
+            )
+            np.testing.assert_array_equal(
+                features.piece_end_char[row, positions],
+                alignment.piece_end_char[start : start + length],
+            )
+            max_context[start : start + length] += features.token_is_max_context[row, positions]
         assert (max_context == 1).all(), example.qas_id
 
 
@@ -327,14 +428,20 @@ def test_alignment_failures_are_counted_and_logged(tokenizer, caplog):
         def encode_pieces(self, text):
             return tokenizer.encode_pieces("zzz qqq" if "unalignable" in text else text)
 
-    examples = [squad.SquadExample("bad", "Why?", "unalignable text here", "text", 12,
-                                   gold_answers=["text"]),
-                squad.SquadExample("good", "Which?", MARS, "Mars", 0, gold_answers=["Mars"])]
+    examples = [
+        squad.SquadExample(
+            "bad", "Why?", "unalignable text here", "text", 12, gold_answers=["text"]
+        ),
+        squad.SquadExample("good", "Which?", MARS, "Mars", 0, gold_answers=["Mars"]),
+    ]
     with caplog.at_level(logging.WARNING):
         features = squad.build_features(examples, WrongPieces(), SETTINGS)
     assert features.stats.alignment_failures == ["bad"]
     assert set(features.example_index.tolist()) == {1}
-    assert "1 of 2 questions have a context that could not be aligned" in caplog.text and "bad" in caplog.text
+    assert (
+        "1 of 2 questions have a context that could not be aligned" in caplog.text
+        and "bad" in caplog.text
+    )
 
 
 def test_v2_and_unlabelled_features(tmp_path, tokenizer):
@@ -379,8 +486,10 @@ def test_cache_reuse_and_rebuild(tmp_path, spm_model_file, monkeypatch):
 
     # A changed setting, labelled flag or file content builds new features beside the old.
     wider = squad.FeatureSettings(max_seq_length=48, doc_stride=8, max_query_length=10)
-    assert squad.cached_features(train, spm_model_file, wider, True,
-                                 cache_dir).input_word_ids.shape[1] == 48
+    assert (
+        squad.cached_features(train, spm_model_file, wider, True, cache_dir).input_word_ids.shape[1]
+        == 48
+    )
     squad.cached_features(train, spm_model_file, SETTINGS, False, cache_dir)
     write_squad(tmp_path / "train.json", {"data": v1_dataset()["data"][1:]})
     fewer = squad.cached_features(train, spm_model_file, SETTINGS, True, cache_dir)

@@ -1,6 +1,7 @@
 """SQuAD export: in-graph pieces with character offsets (against the Python LCS alignment), and
 the raw-text SavedModel loaded in a fresh process, compared with the Python path
 (build_features + model.predict + v1_predictions / v2_predictions)."""
+
 import json
 import os
 import subprocess
@@ -13,8 +14,11 @@ import tensorflow as tf
 
 from albert_tf.data.squad import FeatureSettings, SquadExample, align_pieces, build_features
 from albert_tf.export.question_answering import NO_SPAN_SCORE, export_question_answerer
-from albert_tf.finetune.squad_predictions import (apply_null_threshold, v1_predictions,
-                                                  v2_predictions)
+from albert_tf.finetune.squad_predictions import (
+    apply_null_threshold,
+    v1_predictions,
+    v2_predictions,
+)
 from albert_tf.text import graph_ops
 from albert_tf.text.graph_offsets import normalize_with_sources, pieces_with_offsets
 from albert_tf.text.layers import TextTokenizer
@@ -23,15 +27,31 @@ from albert_tf.text.tokenizer import SentencePieceTokenizer
 SETTINGS = FeatureSettings(max_seq_length=48, doc_stride=16, max_query_length=12)
 N_BEST, MAX_ANSWER = 20, 8
 LONG = " ".join(["The river (called the Seine) flows 777 km; it's long."] * 8)
-QUESTIONS = ["When did it open?", "Where does the river flow?", "Wer sagt das?",
-             "What is it?", "How long is the question? " * 6, "How many?", "Which one?"]
-CONTEXTS = ["The Eiffel Tower is in Paris. It opened in 1889.", LONG,
-            "Grüße aus Köln — sagt Jürgen Müller (東京)! Café crème brûlée.",
-            "  Spaces\tand\n\nnewlines , punctuation!!(here)  ", "Short.",
-            "1,000, 2,000, and 9,999, \u00a0 or \"quoted\" words.",
-            "Ünïcödé ÀÉÎ ñ ß øå."]
-OFFSET_TEXTS = CONTEXTS + ["  The Tower (Paris), built 1887-1889, cost 7,799,401.31 francs!  ",
-                           "ΣΑΣ ΟΔΟΣ. e\u0301t\u00e9 x", "", "   ", "Hello, World 9,000!"]
+QUESTIONS = [
+    "When did it open?",
+    "Where does the river flow?",
+    "Wer sagt das?",
+    "What is it?",
+    "How long is the question? " * 6,
+    "How many?",
+    "Which one?",
+]
+CONTEXTS = [
+    "The Eiffel Tower is in Paris. It opened in 1889.",
+    LONG,
+    "Grüße aus Köln — sagt Jürgen Müller (東京)! Café crème brûlée.",
+    "  Spaces\tand\n\nnewlines , punctuation!!(here)  ",
+    "Short.",
+    '1,000, 2,000, and 9,999, \u00a0 or "quoted" words.',
+    "Ünïcödé ÀÉÎ ñ ß øå.",
+]
+OFFSET_TEXTS = CONTEXTS + [
+    "  The Tower (Paris), built 1887-1889, cost 7,799,401.31 francs!  ",
+    "ΣΑΣ ΟΔΟΣ. e\u0301t\u00e9 x",
+    "",
+    "   ",
+    "Hello, World 9,000!",
+]
 
 FRESH_PROCESS = textwrap.dedent("""
     import json, sys
@@ -87,14 +107,20 @@ def _model(kind, vocab_size):
     else:
         model = AlbertQuestionAnswerer(AlbertModel(config))
     seq = SETTINGS.max_seq_length
-    inputs = {"input_word_ids": np.zeros((1, seq), "int32"),
-              "input_mask": np.ones((1, seq), "int32"),
-              "input_type_ids": np.zeros((1, seq), "int32")}
+    inputs = {
+        "input_word_ids": np.zeros((1, seq), "int32"),
+        "input_mask": np.ones((1, seq), "int32"),
+        "input_type_ids": np.zeros((1, seq), "int32"),
+    }
     model(dict(inputs, p_mask=np.zeros((1, seq), "int32")) if kind == "v2" else inputs)
     # Deterministic, spread weights without a global seed (see test_token_export.py).
     rng = np.random.default_rng(1 if kind == "v2" else 0)
-    model.set_weights([w if np.ptp(w) == 0 else rng.normal(0.0, 0.3, w.shape).astype(w.dtype)
-                       for w in model.get_weights()])
+    model.set_weights(
+        [
+            w if np.ptp(w) == 0 else rng.normal(0.0, 0.3, w.shape).astype(w.dtype)
+            for w in model.get_weights()
+        ]
+    )
     return model
 
 
@@ -103,14 +129,32 @@ def served(spm_model_file, tmp_path_factory):
     vocab_size = SentencePieceTokenizer(spm_model_file).vocab_size
     models = {kind: _model(kind, vocab_size) for kind in ("v1", "v2")}
     base = tmp_path_factory.mktemp("squad_export")
-    paths = {kind: export_question_answerer(
-        model, spm_model_file, str(base / kind), SETTINGS, n_best_size=N_BEST,
-        max_answer_length=MAX_ANSWER, write_warmup="auto" if kind == "v2" else False)
-        for kind, model in models.items()}
+    paths = {
+        kind: export_question_answerer(
+            model,
+            spm_model_file,
+            str(base / kind),
+            SETTINGS,
+            n_best_size=N_BEST,
+            max_answer_length=MAX_ANSWER,
+            write_warmup="auto" if kind == "v2" else False,
+        )
+        for kind, model in models.items()
+    }
     result = subprocess.run(
-        [sys.executable, "-c", FRESH_PROCESS, paths["v1"], paths["v2"],
-         json.dumps([QUESTIONS, CONTEXTS])], capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        [
+            sys.executable,
+            "-c",
+            FRESH_PROCESS,
+            paths["v1"],
+            paths["v2"],
+            json.dumps([QUESTIONS, CONTEXTS]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return models, paths, json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -126,12 +170,25 @@ def _python_path(model, kind, spm_model_file):
     outputs = model.predict(inputs, verbose=0)
     if kind == "v2":
         _, nbest, null_odds = v2_predictions(
-            examples, features, *[outputs[k] for k in (
-                "start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
-                "cls_logits")], n_best_size=N_BEST, max_answer_length=MAX_ANSWER)
+            examples,
+            features,
+            *[
+                outputs[k]
+                for k in (
+                    "start_top_log_probs",
+                    "start_top_index",
+                    "end_top_log_probs",
+                    "end_top_index",
+                    "cls_logits",
+                )
+            ],
+            n_best_size=N_BEST,
+            max_answer_length=MAX_ANSWER,
+        )
         return examples, nbest, null_odds
-    _, nbest = v1_predictions(examples, features, outputs["start_logits"],
-                              outputs["end_logits"], N_BEST, MAX_ANSWER)
+    _, nbest = v1_predictions(
+        examples, features, outputs["start_logits"], outputs["end_logits"], N_BEST, MAX_ANSWER
+    )
     return examples, nbest, None
 
 
@@ -152,12 +209,15 @@ def test_fresh_process_answers_equal_the_python_path(served, kind, spm_model_fil
         assert result["answer"][i] == answer, i
         assert (result["start"][i], result["end"][i]) == span, i
         if answer:
-            assert CONTEXTS[i][span[0]:span[1]] == answer
+            assert CONTEXTS[i][span[0] : span[1]] == answer
         score = best[names[0]] + best[names[1]] if best["text"] else NO_SPAN_SCORE
         np.testing.assert_allclose(result["score"][i], score, rtol=1e-5, atol=1e-4)
         if kind == "v2":
-            np.testing.assert_allclose(result["has_answer_probability"][i],
-                                       1 / (1 + np.exp(null_odds[example.qas_id])), atol=1e-5)
+            np.testing.assert_allclose(
+                result["has_answer_probability"][i],
+                1 / (1 + np.exp(null_odds[example.qas_id])),
+                atol=1e-5,
+            )
     answered = sum(bool(a) for a in result["answer"])
     if kind == "v1":
         assert answered >= 4  # real answers, not all ""
@@ -168,8 +228,13 @@ def test_fresh_process_answers_equal_the_python_path(served, kind, spm_model_fil
 def test_outputs_and_empty_batch(served):
     _, paths, out = served
     assert set(out["v1"]["dtypes"]) == {"answer", "score", "start", "end"}
-    assert out["v2"]["dtypes"] == {"answer": "string", "score": "float32", "start": "int64",
-                                   "end": "int64", "has_answer_probability": "float32"}
+    assert out["v2"]["dtypes"] == {
+        "answer": "string",
+        "score": "float32",
+        "start": "int64",
+        "end": "int64",
+        "has_answer_probability": "float32",
+    }
     for kind in ("v1", "v2"):
         assert all(shape == [0] for shape in out[kind]["empty_shapes"].values())
         assert set(out[kind]["empty_shapes"]) == set(out[kind]["dtypes"])
@@ -188,8 +253,9 @@ def test_export_argument_errors(served, tmp_path):
     with pytest.raises(TypeError, match="FeatureSettings"):
         export_question_answerer(model, "x.model", str(tmp_path), {"max_seq_length": 48})
     with pytest.raises(ValueError, match="max_position_embeddings"):
-        export_question_answerer(model, "x.model", str(tmp_path),
-                                 FeatureSettings(max_seq_length=4096))
+        export_question_answerer(
+            model, "x.model", str(tmp_path), FeatureSettings(max_seq_length=4096)
+        )
     with pytest.raises(ValueError, match="must be positive"):
         export_question_answerer(model, "x.model", str(tmp_path), SETTINGS, n_best_size=0)
     assert not os.listdir(tmp_path)

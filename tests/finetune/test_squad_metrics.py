@@ -1,4 +1,5 @@
 """The official SQuAD v1.1 / v2.0 scores, pinned on hand-computed cases."""
+
 import pytest
 
 from albert_tf.data.squad import SquadExample
@@ -33,14 +34,21 @@ def test_exact_match_and_f1_hand_computed():
 
 
 def test_squad_v1_scores():
-    gold = {"q1": ["Paris", "in Paris"], "q2": ["north eastern Africa"], "q3": ["1889"],
-            "q4": ["Gustave Eiffel"]}
-    predictions = {"q1": "the Paris", "q2": "in north eastern Africa", "q3": "1887",
-                   "extra": "ignored"}  # q4 has no prediction: scores 0
+    gold = {
+        "q1": ["Paris", "in Paris"],
+        "q2": ["north eastern Africa"],
+        "q3": ["1889"],
+        "q4": ["Gustave Eiffel"],
+    }
+    predictions = {
+        "q1": "the Paris",
+        "q2": "in north eastern Africa",
+        "q3": "1887",
+        "extra": "ignored",
+    }  # q4 has no prediction: scores 0
     # EM: q1 1, others 0 -> 1/4 = 25%. F1: q1 1 + q2 6/7 + q3 0 + q4 0 -> (13/7)/4.
     scores = m.squad_v1_scores(gold, predictions)
-    assert scores == {"exact_match": pytest.approx(25.0),
-                      "f1": pytest.approx(100 * 13 / 7 / 4)}
+    assert scores == {"exact_match": pytest.approx(25.0), "f1": pytest.approx(100 * 13 / 7 / 4)}
     examples = [SquadExample(q, "?", "ctx", gold_answers=g) for q, g in gold.items()]
     assert m.squad_v1_scores(examples, predictions) == scores
     with pytest.raises(ValueError, match="no gold questions"):
@@ -57,10 +65,16 @@ def test_squad_v2_scores_without_no_answer_probabilities():
     # n2: its only gold normalises to "", so it is unanswerable; "1930" -> 0, 0.
     scores = m.squad_v2_scores(V2_GOLD, V2_PREDICTIONS)
     assert scores == {
-        "exact": pytest.approx(100 * 2 / 4), "f1": pytest.approx(100 * 2.8 / 4), "total": 4,
-        "HasAns_exact": pytest.approx(50.0), "HasAns_f1": pytest.approx(90.0),
+        "exact": pytest.approx(100 * 2 / 4),
+        "f1": pytest.approx(100 * 2.8 / 4),
+        "total": 4,
+        "HasAns_exact": pytest.approx(50.0),
+        "HasAns_f1": pytest.approx(90.0),
         "HasAns_total": 2,
-        "NoAns_exact": pytest.approx(50.0), "NoAns_f1": pytest.approx(50.0), "NoAns_total": 2}
+        "NoAns_exact": pytest.approx(50.0),
+        "NoAns_f1": pytest.approx(50.0),
+        "NoAns_total": 2,
+    }
 
 
 def test_squad_v2_scores_with_threshold_and_best_threshold_search():
@@ -83,9 +97,11 @@ def test_squad_v2_scores_with_threshold_and_best_threshold_search():
 
 
 def test_squad_v2_scores_missing_predictions_and_examples():
-    examples = [SquadExample("a1", "?", "c", gold_answers=["Paris"]),
-                SquadExample("n1", "?", "c", is_impossible=True),
-                SquadExample("a3", "?", "c", gold_answers=["Nile"])]
+    examples = [
+        SquadExample("a1", "?", "c", gold_answers=["Paris"]),
+        SquadExample("n1", "?", "c", is_impossible=True),
+        SquadExample("a3", "?", "c", gold_answers=["Nile"]),
+    ]
     # a3 has no prediction: left out of every total (the official script skips it).
     scores = m.squad_v2_scores(examples, {"a1": "paris", "n1": "Lyon"})
     assert scores["total"] == 2 and scores["exact"] == pytest.approx(50.0)

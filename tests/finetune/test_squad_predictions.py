@@ -1,15 +1,16 @@
 """From model outputs back to answers: perfect outputs give the gold answers, the span rules,
 v2 null odds and threshold, and the prediction files."""
+
 import json
 import os
 
 import numpy as np
 import pytest
+from test_squad_data import SETTINGS, v1_dataset, v2_dataset, write_squad
 
 from albert_tf.data import squad
 from albert_tf.finetune import squad_predictions as sp
 from albert_tf.models.squad_metrics import normalize_answer, squad_v1_scores
-from test_squad_data import SETTINGS, v1_dataset, v2_dataset, write_squad
 
 HIGH = 10.0
 
@@ -45,8 +46,7 @@ def v1_wide(tmp_path_factory, tokenizer):
 
 @pytest.fixture(scope="module")
 def v2(tmp_path_factory, tokenizer):
-    return _features(tmp_path_factory, tokenizer, v2_dataset(), WIDE,
-                     version_2_with_negative=True)
+    return _features(tmp_path_factory, tokenizer, v2_dataset(), WIDE, version_2_with_negative=True)
 
 
 def perfect_logits(features):
@@ -107,21 +107,28 @@ def test_nbest_lists(v1):
     rng = np.random.default_rng(0)
     start_logits = rng.normal(size=features.input_word_ids.shape)
     end_logits = rng.normal(size=features.input_word_ids.shape)
-    predictions, nbest = sp.v1_predictions(examples, features, start_logits, end_logits,
-                                           n_best_size=5, max_answer_length=4)
+    predictions, nbest = sp.v1_predictions(
+        examples, features, start_logits, end_logits, n_best_size=5, max_answer_length=4
+    )
     assert set(predictions) == {e.qas_id for e in examples}
     for example in examples:
         entries = nbest[example.qas_id]
         assert 1 <= len(entries) <= 5 and predictions[example.qas_id] == entries[0]["text"]
-        assert list(entries[0]) == ["text", "probability", "start_logit", "end_logit", "start",
-                                    "end"]
+        assert list(entries[0]) == [
+            "text",
+            "probability",
+            "start_logit",
+            "end_logit",
+            "start",
+            "end",
+        ]
         texts = [e["text"] for e in entries]
         assert len(set(texts)) == len(texts)  # repeated texts are dropped
         totals = [e["start_logit"] + e["end_logit"] for e in entries]
         assert totals == sorted(totals, reverse=True)
         assert sum(e["probability"] for e in entries) == pytest.approx(1.0)
         for e in entries:
-            assert example.context_text[e["start"]:e["end"]] == e["text"]
+            assert example.context_text[e["start"] : e["end"]] == e["text"]
             assert e["text"] and e["text"] == e["text"].strip()
 
 
@@ -130,16 +137,21 @@ def test_span_rules(v1):
     without its most context in the window are never chosen."""
     examples, features = v1
     # A middle window of a long context: pieces at its edges have more context elsewhere.
-    row = next(r for r in range(len(features)) if features.token_is_max_context[r].sum() >= 4
-               and not features.token_is_max_context[r, features.p_mask[r] == 0][1:3].any())
+    row = next(
+        r
+        for r in range(len(features))
+        if features.token_is_max_context[r].sum() >= 4
+        and not features.token_is_max_context[r, features.p_mask[r] == 0][1:3].any()
+    )
     qas_id = examples[features.example_index[row]].qas_id
     context = np.flatnonzero((features.p_mask[row] == 0) & (features.piece_start_char[row] >= 0))
     edge = context[0]  # not its max-context window
     first = np.flatnonzero(features.token_is_max_context[row])[0]
     # Only the windows of that question (the others then answer "").
     rows = np.flatnonzero(features.example_index == features.example_index[row])
-    window = squad.SquadFeatures(**{k: v[rows] for k, v in features.arrays().items()},
-                                 stats=features.stats)
+    window = squad.SquadFeatures(
+        **{k: v[rows] for k, v in features.arrays().items()}, stats=features.stats
+    )
 
     def best_total(settings, max_answer_length=30):
         """The best n-best score when all logits are -100 but `settings` (position: logit)."""
@@ -147,8 +159,14 @@ def test_span_rules(v1):
         end = np.full(features.input_word_ids.shape, -100.0)
         for (which, position), value in settings.items():
             (start if which == "start" else end)[row, position] = value
-        _, nbest = sp.v1_predictions(examples, window, start[rows], end[rows], n_best_size=32,
-                                     max_answer_length=max_answer_length)
+        _, nbest = sp.v1_predictions(
+            examples,
+            window,
+            start[rows],
+            end[rows],
+            n_best_size=32,
+            max_answer_length=max_answer_length,
+        )
         return nbest[qas_id][0]["start_logit"] + nbest[qas_id][0]["end_logit"]
 
     # A valid span of score 20 beats higher-scored invalid ones.
@@ -156,7 +174,8 @@ def test_span_rules(v1):
     assert best_total({**valid, ("start", 1): 50, ("end", 1): 50}) == 20  # question
     assert best_total({**valid, ("start", 0): 50, ("end", 0): 50}) == 20  # [CLS]
     assert best_total({**valid, ("start", first + 2): 50, ("end", first + 1): 50}) == (
-        10 + 50)  # the reversed pair loses; (first, first + 1) is valid
+        10 + 50
+    )  # the reversed pair loses; (first, first + 1) is valid
     # Four pieces: allowed with max_answer_length 4, not with 3.
     long_span = {("start", first): 30, ("end", first + 3): 30}
     assert best_total(long_span, max_answer_length=4) == 60
@@ -169,14 +188,22 @@ def test_span_rules(v1):
 def test_question_without_windows_answers_empty(v1):
     examples, features = v1
     keep = features.example_index != 0
-    trimmed = squad.SquadFeatures(**{k: v[keep] for k, v in features.arrays().items()},
-                                  stats=features.stats)
+    trimmed = squad.SquadFeatures(
+        **{k: v[keep] for k, v in features.arrays().items()}, stats=features.stats
+    )
     logits = np.zeros(trimmed.input_word_ids.shape)
     predictions, nbest = sp.v1_predictions(examples, trimmed, logits, logits)
     assert predictions[examples[0].qas_id] == ""
-    assert nbest[examples[0].qas_id] == [{"text": "", "probability": 1.0,
-                                          "start_logit": -1e6, "end_logit": -1e6,
-                                          "start": -1, "end": -1}]
+    assert nbest[examples[0].qas_id] == [
+        {
+            "text": "",
+            "probability": 1.0,
+            "start_logit": -1e6,
+            "end_logit": -1e6,
+            "start": -1,
+            "end": -1,
+        }
+    ]
 
 
 def test_outputs_must_match_features_and_examples(v1):
@@ -205,8 +232,14 @@ def beam_outputs(features, start_n_top=2, end_n_top=3):
 def test_v2_predictions_null_odds_and_threshold(v2):
     examples, features = v2
     predictions, nbest, null_odds = sp.v2_predictions(
-        examples, features, *beam_outputs(features), n_best_size=5, max_answer_length=30,
-        start_n_top=2, end_n_top=3)
+        examples,
+        features,
+        *beam_outputs(features),
+        n_best_size=5,
+        max_answer_length=30,
+        start_n_top=2,
+        end_n_top=3,
+    )
     by_id = {e.qas_id: e for e in examples}
     for qid, example in by_id.items():
         # The null score is the lowest cls_logits over the question's windows.
@@ -216,8 +249,14 @@ def test_v2_predictions_null_odds_and_threshold(v2):
         else:
             assert predictions[qid] == example.answer_text
             assert nbest[qid][0]["start_log_prob"] == pytest.approx(-0.1)
-            assert list(nbest[qid][0]) == ["text", "probability", "start_log_prob",
-                                           "end_log_prob", "start", "end"]
+            assert list(nbest[qid][0]) == [
+                "text",
+                "probability",
+                "start_log_prob",
+                "end_log_prob",
+                "start",
+                "end",
+            ]
     assert sp.apply_null_threshold(predictions, null_odds, 0.0) == predictions
     # Spans are always predicted; the threshold search decides which become "".
     spans = dict(predictions, rings="two")
@@ -234,17 +273,22 @@ def test_v2_output_shapes_are_checked(v2):
     with pytest.raises(ValueError, match="expected 2 starts and 4 ends"):
         sp.v2_predictions(examples, features, *outputs, start_n_top=2, end_n_top=2)
     with pytest.raises(ValueError, match="cls_logits"):
-        sp.v2_predictions(examples, features, *outputs[:4], outputs[4][1:], start_n_top=2,
-                          end_n_top=3)
+        sp.v2_predictions(
+            examples, features, *outputs[:4], outputs[4][1:], start_n_top=2, end_n_top=3
+        )
 
 
 def test_prediction_files(tmp_path):
     predictions = {"q1": "Zürich", "q2": ""}
     nbest = {"q1": [{"text": "Zürich", "probability": 1.0}], "q2": []}
-    paths = sp.write_prediction_files(str(tmp_path / "out"), predictions, nbest, {"q1": -2.5,
-                                                                                 "q2": 3.0})
-    assert sorted(os.listdir(tmp_path / "out")) == ["nbest_predictions.json",
-                                                    "null_odds.json", "predictions.json"]
+    paths = sp.write_prediction_files(
+        str(tmp_path / "out"), predictions, nbest, {"q1": -2.5, "q2": 3.0}
+    )
+    assert sorted(os.listdir(tmp_path / "out")) == [
+        "nbest_predictions.json",
+        "null_odds.json",
+        "predictions.json",
+    ]
     with open(paths[0], encoding="utf-8") as f:
         assert json.load(f) == predictions
     with open(tmp_path / "out" / "null_odds.json", encoding="utf-8") as f:

@@ -1,10 +1,10 @@
 """run_token_classifier.py end to end on CoNLL files built from local text (the built-in
 "docstring-code" task), re-export from its output, and bad input as one-line errors."""
+
 import json
 import os
 
 import pytest
-
 from finetune_support import script
 
 
@@ -24,10 +24,21 @@ def conll_files(tmp_path_factory):
 
 
 def _flags(paths, spm_model_file, output_dir, **overrides):
-    values = dict(train_file=paths["train"], dev_file=paths["dev"], preset="albert_tiny",
-                  spm_model_file=spm_model_file, max_seq_length=24, stride=8,
-                  train_batch_size=8, eval_batch_size=32, num_train_steps=6,
-                  save_checkpoints_steps=3, learning_rate=1e-3, output_dir=output_dir, verbose=0)
+    values = dict(
+        train_file=paths["train"],
+        dev_file=paths["dev"],
+        preset="albert_tiny",
+        spm_model_file=spm_model_file,
+        max_seq_length=24,
+        stride=8,
+        train_batch_size=8,
+        eval_batch_size=32,
+        num_train_steps=6,
+        save_checkpoints_steps=3,
+        learning_rate=1e-3,
+        output_dir=output_dir,
+        verbose=0,
+    )
     values.update(overrides)
     return [f"--{k}={v}" for k, v in values.items() if v is not None]
 
@@ -51,9 +62,17 @@ def _sentences(path):
 def finished_run(conll_files, spm_model_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("ner") / "run"
     serving = out.parent / "serving"
-    result = script("run_token_classifier.py", _flags(
-        conll_files, spm_model_file, out, test_file=conll_files["test"], do_predict=True,
-        export_dir=serving))
+    result = script(
+        "run_token_classifier.py",
+        _flags(
+            conll_files,
+            spm_model_file,
+            out,
+            test_file=conll_files["test"],
+            do_predict=True,
+            export_dir=serving,
+        ),
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return out, serving, result
 
@@ -64,8 +83,14 @@ def test_fit_evaluate_predict_export(finished_run, conll_files):
     results = json.load(open(out / "eval_results.json"))
     assert [h["step"] for h in results["history"]] == [3, 6]
     first = results["history"][0]
-    assert {"eval_precision", "eval_recall", "eval_f1", "eval_token_accuracy",
-            "eval_ARG_f1", "eval_ARG_support"} <= set(first)
+    assert {
+        "eval_precision",
+        "eval_recall",
+        "eval_f1",
+        "eval_token_accuracy",
+        "eval_ARG_f1",
+        "eval_ARG_support",
+    } <= set(first)
     assert first["eval_num_sentences"] == len(_sentences(conll_files["dev"]))
     assert results["best"]["metric"] == "f1"
     assert 0.0 < results["baselines"]["dev_most_frequent_tag_token_accuracy"] < 1.0
@@ -77,8 +102,9 @@ def test_fit_evaluate_predict_export(finished_run, conll_files):
     assert info["task"]["labels"][0] == "O" and "B-ARG" in info["task"]["labels"]
     assert os.listdir(serving) == ["1"]
     # the same output exported again from its files, in its own process: version 2
-    again = script("export_saved_model.py", [f"--model_dir={out}", f"--export_dir={serving}",
-                                             "--warmup=false"])
+    again = script(
+        "export_saved_model.py", [f"--model_dir={out}", f"--export_dir={serving}", "--warmup=false"]
+    )
     assert again.returncode == 0, again.stderr[-4000:]
     assert again.stdout.strip().endswith(os.path.join(str(serving), "2"))
     described = json.load(open(serving / "2" / "assets.extra" / "albert_tf.json"))
@@ -98,31 +124,35 @@ def test_bad_input_is_one_line(conll_files, spm_model_file, finished_run, tmp_pa
     out = tmp_path / "bad"
     dev = tmp_path / "dev.txt"
     dev.write_text("Call O\nfoo B-FUNC\n\n", encoding="utf-8")
-    result = script("run_token_classifier.py", _flags(conll_files, spm_model_file, out,
-                                                      dev_file=dev))
+    result = script(
+        "run_token_classifier.py", _flags(conll_files, spm_model_file, out, dev_file=dev)
+    )
     _one_line_error(result, f"{dev}:2: unknown tag 'B-FUNC'")
     assert not out.exists() or not any(out.iterdir())
 
     short = tmp_path / "short.txt"
     short.write_text("Call O\nfoo\n\n", encoding="utf-8")
-    result = script("run_token_classifier.py", _flags(conll_files, spm_model_file, out,
-                                                      dev_file=short))
+    result = script(
+        "run_token_classifier.py", _flags(conll_files, spm_model_file, out, dev_file=short)
+    )
     _one_line_error(result, f"{short}:2")
 
     jsonl = tmp_path / "dev.jsonl"
     jsonl.write_text('{"tokens": ["a", "b"], "tags": ["O"]}\n', encoding="utf-8")
-    result = script("run_token_classifier.py", _flags(conll_files, spm_model_file, out,
-                                                      dev_file=jsonl))
+    result = script(
+        "run_token_classifier.py", _flags(conll_files, spm_model_file, out, dev_file=jsonl)
+    )
     _one_line_error(result, f"{jsonl}:1")
 
-    result = script("run_token_classifier.py", _flags(conll_files, spm_model_file, out,
-                                                      stride=40))
+    result = script("run_token_classifier.py", _flags(conll_files, spm_model_file, out, stride=40))
     _one_line_error(result, "--stride")
 
     # a fine-tuning output directory is not a pretrained model
     run_dir = finished_run[0]
-    result = script("run_token_classifier.py", _flags(conll_files, None, out, preset=None,
-                                                      init_checkpoint=run_dir))
+    result = script(
+        "run_token_classifier.py",
+        _flags(conll_files, None, out, preset=None, init_checkpoint=run_dir),
+    )
     _one_line_error(result, f"--init_checkpoint={run_dir} is a fine-tuning output directory")
 
 
@@ -134,20 +164,32 @@ def test_vocabulary_must_match_the_model(conll_files, spm_model_file, tmp_path):
     from albert_tf.models.backbone import AlbertModel
 
     pretrained = tmp_path / "pretrained"
-    io.save(AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=1000)),
-            str(pretrained), spm_model_file=spm_model_file)
+    io.save(
+        AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=1000)),
+        str(pretrained),
+        spm_model_file=spm_model_file,
+    )
     corpus = tmp_path / "words.txt"
-    corpus.write_text("\n".join(" ".join(s) for s in _sentences(conll_files["train"])),
-                      encoding="utf-8")
+    corpus.write_text(
+        "\n".join(" ".join(s) for s in _sentences(conll_files["train"])), encoding="utf-8"
+    )
     spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(tmp_path / "other"), vocab_size=400,
-        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-        minloglevel=2)
+        input=str(corpus),
+        model_prefix=str(tmp_path / "other"),
+        vocab_size=400,
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        minloglevel=2,
+    )
     other = tmp_path / "other.model"
-    result = script("run_token_classifier.py", _flags(
-        conll_files, other, tmp_path / "out", preset=None, init_checkpoint=pretrained))
-    _one_line_error(result, f"--spm_model_file={other} has 400 pieces",
-                    "has vocab_size 1000")
+    result = script(
+        "run_token_classifier.py",
+        _flags(conll_files, other, tmp_path / "out", preset=None, init_checkpoint=pretrained),
+    )
+    _one_line_error(result, f"--spm_model_file={other} has 400 pieces", "has vocab_size 1000")
 
 
 def test_resolve_vocabulary_checks_special_ids(corpus_file, spm_model_file, tmp_path, caplog):
@@ -163,18 +205,29 @@ def test_resolve_vocabulary_checks_special_ids(corpus_file, spm_model_file, tmp_
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000)
     pretrained = str(tmp_path / "pretrained")
     io.save(AlbertModel(config), pretrained, spm_model_file=spm_model_file)
-    common = dict(input=corpus_file, vocab_size=1000, bos_id=-1, eos_id=-1,
-                  control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
+    common = dict(
+        input=corpus_file,
+        vocab_size=1000,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        minloglevel=2,
+    )
     # the same size and special ids, other pieces: accepted with a warning
-    spm.SentencePieceTrainer.train(model_prefix=str(tmp_path / "bpe"), model_type="bpe",
-                                   pad_id=0, unk_id=1, **common)
-    params = FinetuneParams(output_dir=str(tmp_path / "out"), init_checkpoint=pretrained,
-                            spm_model_file=str(tmp_path / "bpe.model"))
+    spm.SentencePieceTrainer.train(
+        model_prefix=str(tmp_path / "bpe"), model_type="bpe", pad_id=0, unk_id=1, **common
+    )
+    params = FinetuneParams(
+        output_dir=str(tmp_path / "out"),
+        init_checkpoint=pretrained,
+        spm_model_file=str(tmp_path / "bpe.model"),
+    )
     assert resolve_vocabulary(params, config) == str(tmp_path / "bpe.model")
     assert "differs from the model's own" in caplog.text
     # the same size, <pad> and <unk> swapped: refused, naming the ids
-    spm.SentencePieceTrainer.train(model_prefix=str(tmp_path / "swapped"), pad_id=1, unk_id=0,
-                                   **common)
+    spm.SentencePieceTrainer.train(
+        model_prefix=str(tmp_path / "swapped"), pad_id=1, unk_id=0, **common
+    )
     params.spm_model_file = str(tmp_path / "swapped.model")
     with pytest.raises(InvalidFlagError, match=r"special ids differ .*pad_id 1 vs 0"):
         resolve_vocabulary(params, config)

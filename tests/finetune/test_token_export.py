@@ -1,5 +1,6 @@
 """Token-classification export: words and offsets, IOB2 chunking, and the raw-text SavedModel
 loaded in a fresh process, compared with the training path (WordWindows + model)."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,13 @@ from albert_tf.text.word_windows import WordWindows, word_logits
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 SEQ_LENGTH, STRIDE = 16, 6
 LONG = "Ann met Bob Smith in Paris, and then they walked to Berlin. " * 3
-TEXTS = ["Ann Smith lives in Paris.", "Grüße aus Köln — sagt Jürgen Müller (東京)!", "", " \t ",
-         LONG]
+TEXTS = [
+    "Ann Smith lives in Paris.",
+    "Grüße aus Köln — sagt Jürgen Müller (東京)!",
+    "",
+    " \t ",
+    LONG,
+]
 
 FRESH_PROCESS = textwrap.dedent("""
     import json, sys
@@ -50,13 +56,19 @@ def test_split_words_character_offsets():
     texts = ["Grüße aus Köln — sagt Jürgen (東京)!", "Paris.\u00a0 Ünï", "", "   ", "a...b's"]
     out = split_words(tf.constant(texts))
     words = [[w.decode() for w in row] for row in out["words"].to_list()]
-    assert words == [["Grüße", "aus", "Köln", "—", "sagt", "Jürgen", "(", "東京", ")", "!"],
-                     ["Paris", ".", "Ünï"], [], [], ["a", ".", ".", ".", "b", "'", "s"]]
+    assert words == [
+        ["Grüße", "aus", "Köln", "—", "sagt", "Jürgen", "(", "東京", ")", "!"],
+        ["Paris", ".", "Ünï"],
+        [],
+        [],
+        ["a", ".", ".", ".", "b", "'", "s"],
+    ]
     assert out["start"].to_list()[0] == [0, 6, 10, 15, 17, 22, 29, 30, 32, 33]
     for text, row, start, end in zip(texts, words, out["start"].to_list(), out["end"].to_list()):
         assert [text[s:e] for s, e in zip(start, end)] == row
-    for text, row, start, end in zip(texts, words, out["byte_start"].to_list(),
-                                     out["byte_end"].to_list()):
+    for text, row, start, end in zip(
+        texts, words, out["byte_start"].to_list(), out["byte_end"].to_list()
+    ):
         assert [text.encode()[s:e].decode() for s, e in zip(start, end)] == row
     assert out["start"].dtype == tf.int64
     assert split_words(tf.constant([], tf.string))["words"].shape.as_list() == [0, None]
@@ -90,12 +102,15 @@ CHUNK_CASES = [
 
 
 def test_iob2_chunks_hand_cases():
-    tag_ids = tf.ragged.constant([[LABELS.index(t) for t in tags] for tags, _ in CHUNK_CASES],
-                                 dtype=tf.int64, row_splits_dtype=tf.int64)
+    tag_ids = tf.ragged.constant(
+        [[LABELS.index(t) for t in tags] for tags, _ in CHUNK_CASES],
+        dtype=tf.int64,
+        row_splits_dtype=tf.int64,
+    )
     chunks = iob2_chunks(tag_ids, LABELS)
     for (tags, expected), types, starts, ends in zip(
-            CHUNK_CASES, chunks["type"].to_list(), chunks["start"].to_list(),
-            chunks["end"].to_list()):
+        CHUNK_CASES, chunks["type"].to_list(), chunks["start"].to_list(), chunks["end"].to_list()
+    ):
         got = [(t.decode(), s, e) for t, s, e in zip(types, starts, ends)]
         assert got == expected == reference_chunks(tags), tags
     # An entity never runs across two texts.
@@ -119,8 +134,12 @@ def tagger(spm_model_file):
     # cache and with it other fixtures' SentencePiece resources): random matrices redrawn,
     # constant LayerNorm scales and biases kept; the head spread so that tags are a mix.
     rng = np.random.default_rng(0)
-    model.set_weights([w if np.ptp(w) == 0 else rng.normal(0.0, 0.02, w.shape).astype(w.dtype)
-                       for w in model.get_weights()])
+    model.set_weights(
+        [
+            w if np.ptp(w) == 0 else rng.normal(0.0, 0.02, w.shape).astype(w.dtype)
+            for w in model.get_weights()
+        ]
+    )
     kernel = rng.normal(0.0, 0.3, model.logits.kernel.shape)
     model.logits.kernel.assign(kernel.astype("float32"))
     return model, preprocessor
@@ -130,11 +149,14 @@ def tagger(spm_model_file):
 def served(tagger, tmp_path_factory):
     model, preprocessor = tagger
     base = str(tmp_path_factory.mktemp("ner") / "tagger")
-    path = export_token_classifier(model, preprocessor, base, seq_length=SEQ_LENGTH,
-                                   stride=STRIDE)
-    result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, path, json.dumps(TEXTS)],
-                            capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    path = export_token_classifier(model, preprocessor, base, seq_length=SEQ_LENGTH, stride=STRIDE)
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, path, json.dumps(TEXTS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return path, json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -149,12 +171,16 @@ def test_fresh_process_signatures_and_words(served):
     for i, text in enumerate(TEXTS):
         n = result["num_words"][i]
         words = result["words"][i][:n]
-        assert words == [text[s:e] for s, e in zip(result["word_start"][i][:n],
-                                                    result["word_end"][i][:n])]
+        assert words == [
+            text[s:e] for s, e in zip(result["word_start"][i][:n], result["word_end"][i][:n])
+        ]
         assert all(w == "" for w in result["words"][i][n:])
         assert all(s == -1 for s in result["word_start"][i][n:])
-    assert result["words"][1] == ["Grüße", "aus", "Köln", "—", "sagt", "Jürgen", "Müller", "(",
-                                  "東京", ")", "!"] + [""] * 31
+    assert (
+        result["words"][1]
+        == ["Grüße", "aus", "Köln", "—", "sagt", "Jürgen", "Müller", "(", "東京", ")", "!"]
+        + [""] * 31
+    )
     assert result["word_start"][1][:4] == [0, 6, 10, 15]
     # The empty batch returns empty outputs of the right rank.
     shapes = out["empty_shapes"]
@@ -174,7 +200,7 @@ def test_fresh_process_tags_equal_the_training_path(served, tagger):
         n = result["num_words"][i]
         assert result["word_tags"][i][:n] == [LABELS[t] for t in probabilities.argmax(-1)]
         np.testing.assert_allclose(result["word_score"][i][:n], probabilities.max(-1), atol=1e-5)
-    tags = [t for i, row in enumerate(result["word_tags"]) for t in row[:result["num_words"][i]]]
+    tags = [t for i, row in enumerate(result["word_tags"]) for t in row[: result["num_words"][i]]]
     assert {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"} <= set(tags)  # a real mix of tags
 
 
@@ -192,12 +218,18 @@ def test_fresh_process_entities_follow_the_tags(served):
             assert result["entity_type"][i][e] == kind
             assert (result["entity_start"][i][e], result["entity_end"][i][e]) == (start, stop)
             assert result["entity_text"][i][e] == text[start:stop]
-            np.testing.assert_allclose(result["entity_score"][i][e],
-                                       np.mean(result["word_score"][i][first:end]), atol=1e-6)
+            np.testing.assert_allclose(
+                result["entity_score"][i][e], np.mean(result["word_score"][i][first:end]), atol=1e-6
+            )
         assert all(t == "" for t in result["entity_type"][i][count:])
         assert all(s == -1 for s in result["entity_start"][i][count:])
-    assert total > 5 and any(s < e - 1 for s, e in zip(  # some entity spans several words
-        sum(result["entity_start"], []), sum(result["entity_end"], [])) if s >= 0)
+    assert total > 5 and any(
+        s < e - 1
+        for s, e in zip(  # some entity spans several words
+            sum(result["entity_start"], []), sum(result["entity_end"], [])
+        )
+        if s >= 0
+    )
 
 
 def test_predict_ids_and_description(served, tagger):
@@ -205,8 +237,11 @@ def test_predict_ids_and_description(served, tagger):
 
     path, out = served
     model = tagger[0]
-    ids = {"input_word_ids": np.array([[2, 10, 11, 3]], "int32"),
-           "input_mask": np.ones([1, 4], "int32"), "input_type_ids": np.zeros([1, 4], "int32")}
+    ids = {
+        "input_word_ids": np.array([[2, 10, 11, 3]], "int32"),
+        "input_mask": np.ones([1, 4], "int32"),
+        "input_type_ids": np.zeros([1, 4], "int32"),
+    }
     logits = model(ids).numpy()
     np.testing.assert_allclose(out["ids"]["logits"], logits, atol=1e-4)
     assert out["ids"]["tag"] == [[LABELS[t] for t in logits[0].argmax(-1)]]

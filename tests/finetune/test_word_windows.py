@@ -1,5 +1,6 @@
 """Word <-> piece windows for token classification: hand-checked windows and owners, long
 sentences, labels, word logits, the in-graph twin, argument errors."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -19,8 +20,12 @@ def test_short_sentence_is_one_window():
     assert windows.input_type_ids.tolist() == [[0] * 8]
     assert windows.label_word.tolist() == [[-1, 0, 1, -1, -1, -1, -1, -1]]
     assert windows.window_sentence.tolist() == [0] and windows.num_long_sentences == 0
-    for array in (windows.input_word_ids, windows.input_mask, windows.label_word,
-                  windows.window_sentence):
+    for array in (
+        windows.input_word_ids,
+        windows.input_mask,
+        windows.label_word,
+        windows.window_sentence,
+    ):
         assert array.dtype == np.int32
 
 
@@ -48,8 +53,7 @@ def test_ties_go_to_the_earlier_window_and_the_length_counts():
 def test_only_first_pieces_carry_labels_and_words_may_straddle_windows():
     # pieces: w0 = [10, 11, 12], w1 = [13, 14], w2 = [15]; 4 per window, stride 2:
     # windows [0, 4) = 10 11 12 13 and [2, 6) = 12 13 14 15.
-    windows = WordWindows.from_word_pieces([[[10, 11, 12], [13, 14], [15]]], seq_length=6,
-                                           stride=2)
+    windows = WordWindows.from_word_pieces([[[10, 11, 12], [13, 14], [15]]], seq_length=6, stride=2)
     assert windows.input_word_ids.tolist() == [[2, 10, 11, 12, 13, 3], [2, 12, 13, 14, 15, 3]]
     assert windows.label_word.tolist() == [[-1, 0, -1, -1, -1, -1], [-1, -1, 1, -1, 2, -1]]
     labels = window_labels(windows, [[4, 1, 2]])
@@ -58,16 +62,21 @@ def test_only_first_pieces_carry_labels_and_words_may_straddle_windows():
 
 def reference_owner(first_piece, spans):
     """The max-context rule written with the original float score."""
-    scores = [min(first_piece - s, s + n - 1 - first_piece) + 0.01 * n if s <= first_piece < s + n
-              else -1.0 for s, n in spans]
+    scores = [
+        min(first_piece - s, s + n - 1 - first_piece) + 0.01 * n
+        if s <= first_piece < s + n
+        else -1.0
+        for s, n in spans
+    ]
     return int(np.argmax(scores))
 
 
 @pytest.mark.parametrize("stride", [1, 5, 14])
 def test_long_sentence_every_word_labelled_once(stride):
     rng = np.random.default_rng(stride)
-    sentences = [[list(rng.integers(5, 1000, rng.integers(1, 5))) for _ in range(n)]
-                 for n in (120, 3, 0, 40)]
+    sentences = [
+        [list(rng.integers(5, 1000, rng.integers(1, 5))) for _ in range(n)] for n in (120, 3, 0, 40)
+    ]
     windows = WordWindows.from_word_pieces(sentences, seq_length=16, stride=stride)
     assert windows.num_sentences == 4 and windows.num_long_sentences == 2
     for s, sentence in enumerate(sentences):
@@ -81,7 +90,7 @@ def test_long_sentence_every_word_labelled_once(stride):
         owned = {}
         for row, (start, length) in zip(rows, spans):
             ids = windows.input_word_ids[row]
-            assert ids.tolist() == [2] + pieces[start:start + length] + [3] + [0] * (14 - length)
+            assert ids.tolist() == [2] + pieces[start : start + length] + [3] + [0] * (14 - length)
             assert windows.input_mask[row].sum() == length + 2
             for position in np.nonzero(windows.label_word[row] >= 0)[0]:
                 word = int(windows.label_word[row, position])
@@ -97,8 +106,10 @@ def test_long_sentence_every_word_labelled_once(stride):
 @pytest.mark.parametrize("stride", [1, 3, 6])
 def test_graph_windows_equal_python_windows(stride):
     rng = np.random.default_rng(10 + stride)
-    sentences = [[list(rng.integers(5, 1000, rng.integers(1, 4))) for _ in range(n)]
-                 for n in (30, 0, 1, 7, 12)]
+    sentences = [
+        [list(rng.integers(5, 1000, rng.integers(1, 4))) for _ in range(n)]
+        for n in (30, 0, 1, 7, 12)
+    ]
     python = WordWindows.from_word_pieces(sentences, seq_length=9, stride=stride)
     ragged = tf.ragged.constant(sentences, dtype=tf.int32, ragged_rank=2)
     graph = graph_windows.word_windows(ragged, seq_length=9, stride=stride, cls_id=2, sep_id=3)
@@ -165,12 +176,18 @@ def python_tokenizer(spm_model_file):
 def test_build_tokenizes_each_word_like_the_python_tokenizer(spm_model_file, python_tokenizer):
     from albert_tf.text.graph_words import WordTokenizer
 
-    sentences = [["Ann", "lives", "in", "Köln", "."], [],
-                 ["", "Grüße", "東京", "9,000,"], ["file"] * 30]
+    sentences = [
+        ["Ann", "lives", "in", "Köln", "."],
+        [],
+        ["", "Grüße", "東京", "9,000,"],
+        ["file"] * 30,
+    ]
     words = WordTokenizer(spm_model_file)
     windows = WordWindows.build(sentences, words, seq_length=16, stride=5)
-    expected = [[python_tokenizer.encode_ids(w) or [python_tokenizer.unk_id] for w in sentence]
-                for sentence in sentences]
+    expected = [
+        [python_tokenizer.encode_ids(w) or [python_tokenizer.unk_id] for w in sentence]
+        for sentence in sentences
+    ]
     assert expected[2][0] == [1]  # an empty word becomes [UNK]
     reference = WordWindows.from_word_pieces(expected, seq_length=16, stride=5)
     for key in ("input_word_ids", "input_mask", "label_word", "window_sentence"):

@@ -1,6 +1,7 @@
 """A model directory is written whole: no stale file survives a save, a failed or killed save
 leaves the previous directory, a directory holding more than a model is refused, and the
 spm.model must fit the model (albert_tf.models.io.save)."""
+
 import os
 
 import pytest
@@ -11,8 +12,15 @@ from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.text.tokenizer import VocabularyError
 
-TINY = dict(vocab_size=1000, embedding_size=8, hidden_size=16, num_hidden_layers=2,
-            num_attention_heads=2, intermediate_size=24, max_position_embeddings=16)
+TINY = dict(
+    vocab_size=1000,
+    embedding_size=8,
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=24,
+    max_position_embeddings=16,
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +42,9 @@ def test_a_save_replaces_the_whole_directory(pretrainer, spm_model_file, tmp_pat
     assert os.listdir(tmp_path) == ["model"]  # nothing staged or set aside is left
 
 
-def test_a_failed_or_killed_save_leaves_the_previous_directory(pretrainer, spm_model_file,
-                                                               tmp_path):
+def test_a_failed_or_killed_save_leaves_the_previous_directory(
+    pretrainer, spm_model_file, tmp_path
+):
     directory = tmp_path / "model"
     io.save(pretrainer, str(directory), spm_model_file=spm_model_file)
     before = _contents(directory)
@@ -59,9 +68,11 @@ def test_a_directory_with_other_files_is_refused(pretrainer, tmp_path):
     (directory / "config.json").write_text("{}")
     with pytest.raises(io.ModelDirectoryError) as error:
         io.save(pretrainer, str(directory))
-    assert str(error.value) == (f"{directory} holds more than a saved model (ckpt-1.index); a "
-                                "model directory is replaced whole: save to a new directory or "
-                                "remove those files")
+    assert str(error.value) == (
+        f"{directory} holds more than a saved model (ckpt-1.index); a "
+        "model directory is replaced whole: save to a new directory or "
+        "remove those files"
+    )
     assert sorted(os.listdir(directory)) == ["ckpt-1.index", "config.json"]
 
 
@@ -72,5 +83,6 @@ def test_the_vocabulary_must_fit_the_model(spm_model_file, tmp_path):
         io.save(small, str(directory), spm_model_file=spm_model_file)
     assert str(error.value) == (
         f"spm_model_file={spm_model_file} has 1000 pieces but the model (the AlbertModel saved "
-        f"to {directory}) has vocab_size 40: the tokenizer does not belong to this model")
+        f"to {directory}) has vocab_size 40: the tokenizer does not belong to this model"
+    )
     assert not directory.exists()

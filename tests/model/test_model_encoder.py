@@ -1,4 +1,5 @@
 """The encoder loop: NumPy reference forward pass, loop == unroll, padding, dropout, graph size."""
+
 import math
 
 import keras
@@ -15,7 +16,7 @@ _erf = np.vectorize(math.erf)
 
 def _act(name, x):
     if name == "gelu_tanh":
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     if name == "gelu_erf":
         return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
     raise ValueError(name)
@@ -42,12 +43,22 @@ def reference_forward(model, inputs):
     w = {v.path: np.asarray(v.numpy(), np.float64) for v in model.weights}
     ids, mask, types = (inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids"))
     seq = ids.shape[1]
-    x = (w["albert/embeddings/word_embeddings"][ids] + w["albert/embeddings/token_type_embeddings"][types]
-         + w["albert/embeddings/position_embeddings"][:seq][None])
-    x = _layer_norm(x, w["albert/embeddings/layer_norm/gamma"], w["albert/embeddings/layer_norm/beta"],
-                    c.layer_norm_eps)
+    x = (
+        w["albert/embeddings/word_embeddings"][ids]
+        + w["albert/embeddings/token_type_embeddings"][types]
+        + w["albert/embeddings/position_embeddings"][:seq][None]
+    )
+    x = _layer_norm(
+        x,
+        w["albert/embeddings/layer_norm/gamma"],
+        w["albert/embeddings/layer_norm/beta"],
+        c.layer_norm_eps,
+    )
     if c.embedding_size != c.hidden_size:
-        x = x @ w["albert/embeddings/embedding_projection/kernel"] + w["albert/embeddings/embedding_projection/bias"]
+        x = (
+            x @ w["albert/embeddings/embedding_projection/kernel"]
+            + w["albert/embeddings/embedding_projection/bias"]
+        )
     adder = (1.0 - mask[:, None, None, :]) * -10000.0
     n, d = c.num_attention_heads, c.hidden_size // c.num_attention_heads
 
@@ -73,12 +84,23 @@ def reference_forward(model, inputs):
             probs = _softmax(q @ kk.transpose(0, 1, 3, 2) / math.sqrt(d) + adder)
             ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(x.shape)
             a = ctx @ att("output_kernel", ga, k) + att("output_bias", ga, k)
-            x = _layer_norm(x + a, att("layer_norm_gamma", ga, k), att("layer_norm_beta", ga, k),
-                            c.layer_norm_eps)
-            h = _act(c.hidden_act, x @ ffn("intermediate_kernel", gf, k) + ffn("intermediate_bias", gf, k))
+            x = _layer_norm(
+                x + a,
+                att("layer_norm_gamma", ga, k),
+                att("layer_norm_beta", ga, k),
+                c.layer_norm_eps,
+            )
+            h = _act(
+                c.hidden_act,
+                x @ ffn("intermediate_kernel", gf, k) + ffn("intermediate_bias", gf, k),
+            )
             f = h @ ffn("output_kernel", gf, k) + ffn("output_bias", gf, k)
-            x = _layer_norm(x + f, ffn("layer_norm_gamma", gf, k), ffn("layer_norm_beta", gf, k),
-                            c.layer_norm_eps)
+            x = _layer_norm(
+                x + f,
+                ffn("layer_norm_gamma", gf, k),
+                ffn("layer_norm_beta", gf, k),
+                c.layer_norm_eps,
+            )
             outputs.append(x)
     pooled = np.tanh(x[:, 0] @ w["albert/pooler/kernel"] + w["albert/pooler/bias"])
     return outputs, pooled
@@ -87,8 +109,9 @@ def reference_forward(model, inputs):
 @pytest.mark.parametrize("sharing,activation", [("all", "gelu_erf"), ("attention", "gelu_tanh")])
 def test_matches_numpy_reference(tiny_config, make_inputs, randomize, sharing, activation):
     # 2 groups x 2 inner sublayers over 4 layers: layers 0-1 use group 0, layers 2-3 group 1.
-    config = tiny_config(num_hidden_groups=2, inner_group_num=2, sharing=sharing,
-                         hidden_act=activation)
+    config = tiny_config(
+        num_hidden_groups=2, inner_group_num=2, sharing=sharing, hidden_act=activation
+    )
     model = randomize(AlbertModel(config, output_encoder_outputs=True))
     inputs = make_inputs(batch=3, seq=6, lengths=[6, 4, 2])
     out = model(inputs)
@@ -106,6 +129,7 @@ def test_matches_numpy_reference(tiny_config, make_inputs, randomize, sharing, a
 
 # ------------------------------------------------------------------ while_loop vs unrolled
 
+
 def assert_close_to_scale(actual, desired, tol, name="", scale=None):
     """|actual - desired| <= tol * max(1, scale), scale defaulting to max|desired|: the two
     graphs sum the same float32 terms in different orders (rounding ~1e-7 relative per op)."""
@@ -122,7 +146,9 @@ def _loss_and_grads(model, inputs, training=False, traced=True):
     def run(inputs):
         with tf.GradientTape() as tape:
             out = model(inputs, training=training)
-            loss = tf.reduce_sum(out["sequence_output"] * weights) + tf.reduce_sum(out["pooled_output"])
+            loss = tf.reduce_sum(out["sequence_output"] * weights) + tf.reduce_sum(
+                out["pooled_output"]
+            )
         grads = tape.gradient(loss, model.trainable_variables)
         return out, [tf.convert_to_tensor(g) for g in grads]
 
@@ -132,8 +158,10 @@ def _loss_and_grads(model, inputs, training=False, traced=True):
     return function(inputs), function.get_concrete_function(inputs).graph
 
 
-@pytest.mark.parametrize("sharing,groups,inner", [
-    ("all", 1, 1), ("attention", 1, 1), ("ffn", 1, 1), ("none", 1, 1), ("all", 2, 2)])
+@pytest.mark.parametrize(
+    "sharing,groups,inner",
+    [("all", 1, 1), ("attention", 1, 1), ("ffn", 1, 1), ("none", 1, 1), ("all", 2, 2)],
+)
 def test_loop_equals_unroll(tiny_config, make_inputs, randomize, sharing, groups, inner):
     config = tiny_config(sharing=sharing, num_hidden_groups=groups, inner_group_num=inner)
     loop = randomize(AlbertModel(config, output_encoder_outputs=True))
@@ -187,24 +215,35 @@ def test_dropout_is_stateless_and_identical_in_loop_and_unroll(tiny_config, make
 
 
 @pytest.mark.parametrize("unroll", [False, True])
-def test_padding_content_does_not_change_valid_positions(tiny_config, make_inputs, randomize, unroll):
+def test_padding_content_does_not_change_valid_positions(
+    tiny_config, make_inputs, randomize, unroll
+):
     model = randomize(AlbertModel(tiny_config(num_hidden_groups=2), unroll=unroll))
     inputs = make_inputs(lengths=[7, 4])
     noisy = {k: v.copy() for k, v in inputs.items()}
     noisy["input_word_ids"][1, 4:] = [9, 17, 33]
     noisy["input_type_ids"][1, 4:] = [1, 0, 1]
     a, b = model(inputs), model(noisy)
-    np.testing.assert_allclose(a["sequence_output"][:, :4].numpy(), b["sequence_output"][:, :4].numpy(), atol=1e-6)
-    np.testing.assert_allclose(a["sequence_output"][0].numpy(), b["sequence_output"][0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        a["sequence_output"][:, :4].numpy(), b["sequence_output"][:, :4].numpy(), atol=1e-6
+    )
+    np.testing.assert_allclose(
+        a["sequence_output"][0].numpy(), b["sequence_output"][0].numpy(), atol=1e-6
+    )
     np.testing.assert_allclose(a["pooled_output"].numpy(), b["pooled_output"].numpy(), atol=1e-6)
     # ... whereas a valid token does change them.
     noisy["input_word_ids"][1, 2] = 11 if inputs["input_word_ids"][1, 2] != 11 else 12
     c = model(noisy)
-    assert np.abs(c["sequence_output"][1, :4].numpy() - a["sequence_output"][1, :4].numpy()).max() > 1e-3
+    assert (
+        np.abs(c["sequence_output"][1, :4].numpy() - a["sequence_output"][1, :4].numpy()).max()
+        > 1e-3
+    )
 
 
 def test_unknown_batch_and_sequence_length(tiny_config, make_inputs):
-    model = AlbertModel(tiny_config(num_hidden_groups=2, inner_group_num=2), output_encoder_outputs=True)
+    model = AlbertModel(
+        tiny_config(num_hidden_groups=2, inner_group_num=2), output_encoder_outputs=True
+    )
     spec = {k: tf.TensorSpec([None, None], tf.int32) for k in make_inputs()}
     fn = tf.function(lambda x: model(x), input_signature=[spec])
     concrete = fn.get_concrete_function()
@@ -213,5 +252,9 @@ def test_unknown_batch_and_sequence_length(tiny_config, make_inputs):
     for batch, seq in [(1, 3), (3, 9)]:
         inputs = make_inputs(batch=batch, seq=seq)
         traced, eager = fn(inputs), model(inputs)
-        np.testing.assert_allclose(traced["sequence_output"].numpy(), eager["sequence_output"].numpy(), atol=1e-6)
-        np.testing.assert_allclose(traced["encoder_outputs"][-1].numpy(), traced["sequence_output"].numpy())
+        np.testing.assert_allclose(
+            traced["sequence_output"].numpy(), eager["sequence_output"].numpy(), atol=1e-6
+        )
+        np.testing.assert_allclose(
+            traced["encoder_outputs"][-1].numpy(), traced["sequence_output"].numpy()
+        )

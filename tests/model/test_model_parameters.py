@@ -1,4 +1,5 @@
 """Parameter counts: built models vs the released checkpoints, the paper's tables, num_parameters."""
+
 import numpy as np
 import pytest
 
@@ -12,9 +13,18 @@ RELEASED = {"base": 11_683_584, "large": 17_683_968, "xlarge": 58_724_864, "xxla
 
 # Paper Table 3 (E, sharing) and Table 4 (E, strategy) on the ALBERT-base configuration, in M.
 PAPER_TABLE_3_4 = {
-    (64, "none"): 87, (128, "none"): 89, (256, "none"): 93, (768, "none"): 108,
-    (64, "all"): 10, (128, "all"): 12, (256, "all"): 16, (768, "all"): 31,
-    (768, "attention"): 83, (768, "ffn"): 57, (128, "attention"): 64, (128, "ffn"): 38,
+    (64, "none"): 87,
+    (128, "none"): 89,
+    (256, "none"): 93,
+    (768, "none"): 108,
+    (64, "all"): 10,
+    (128, "all"): 12,
+    (256, "all"): 16,
+    (768, "all"): 31,
+    (768, "attention"): 83,
+    (768, "ffn"): 57,
+    (128, "attention"): 64,
+    (128, "ffn"): 38,
 }
 
 
@@ -35,19 +45,29 @@ def test_built_released_models_match_the_checkpoints(size):
 @pytest.mark.parametrize("sharing", ["all", "attention", "ffn", "none"])
 @pytest.mark.parametrize("groups,inner,embedding", [(1, 1, 8), (2, 2, 16)])
 def test_built_model_equals_analytic_count(tiny_config, sharing, groups, inner, embedding):
-    config = tiny_config(sharing=sharing, num_hidden_groups=groups, inner_group_num=inner,
-                         embedding_size=embedding)
+    config = tiny_config(
+        sharing=sharing, num_hidden_groups=groups, inner_group_num=inner, embedding_size=embedding
+    )
     backbone = AlbertModel(config)
     assert count(backbone.trainable_weights) == config.num_parameters()
-    assert count(backbone.trainable_weights) - count(backbone.pooler.trainable_weights) == \
-        config.num_parameters(include_pooler=False)
+    assert count(backbone.trainable_weights) - count(
+        backbone.pooler.trainable_weights
+    ) == config.num_parameters(include_pooler=False)
     pretrainer = AlbertPretrainer(backbone)
     assert count(pretrainer.trainable_weights) == config.num_parameters(include_heads=True)
     # Stacked shapes: one attention / FFN entry per group and inner sublayer.
-    assert tuple(backbone.encoder.attention_weights["query_kernel"].shape) == \
-        (config.attention_groups, inner, 16, 16)
-    assert tuple(backbone.encoder.ffn_weights["intermediate_kernel"].shape) == \
-        (config.ffn_groups, inner, 16, 24)
+    assert tuple(backbone.encoder.attention_weights["query_kernel"].shape) == (
+        config.attention_groups,
+        inner,
+        16,
+        16,
+    )
+    assert tuple(backbone.encoder.ffn_weights["intermediate_kernel"].shape) == (
+        config.ffn_groups,
+        inner,
+        16,
+        24,
+    )
     assert (backbone.embeddings.projection is None) == (embedding == 16)
 
 
@@ -66,8 +86,13 @@ def test_paper_tables_3_and_4(embedding, sharing):
 
 
 def test_paper_table_1():
-    paper = {"bert_base": 108, "bert_large": 334, "albert_base_v2": 12, "albert_large_v2": 18,
-             "albert_xlarge_v2": 60}
+    paper = {
+        "bert_base": 108,
+        "bert_large": 334,
+        "albert_base_v2": 12,
+        "albert_large_v2": 18,
+        "albert_xlarge_v2": 60,
+    }
     # Table 1 rounds loosely (xlarge: 58.7M built, 59.0M with heads, "60M" in the paper).
     for preset, millions in paper.items():
         n = AlbertConfig.from_preset(preset).num_parameters()

@@ -1,4 +1,5 @@
 """Mixed precision (mixed_bfloat16) and XLA (jit_compile=True) forward and backward passes."""
+
 import keras
 import numpy as np
 import pytest
@@ -19,24 +20,38 @@ def _ops(graph):
     """(op type, T attribute or None) of every node in a graph and its function library."""
     graph_def = graph.as_graph_def()
     nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
-    return {(n.op, tf.dtypes.as_dtype(n.attr["T"].type) if n.attr["T"].type else None)
-            for n in nodes}
+    return {
+        (n.op, tf.dtypes.as_dtype(n.attr["T"].type) if n.attr["T"].type else None) for n in nodes
+    }
 
 
 def test_mixed_bfloat16(tiny_config, pretrain_inputs):
     config = tiny_config(num_hidden_groups=2, inner_group_num=2)
     reference = AlbertPretrainer(AlbertModel(config, output_encoder_outputs=True))
-    mixed = AlbertPretrainer(AlbertModel(config, output_encoder_outputs=True, dtype="mixed_bfloat16"))
+    mixed = AlbertPretrainer(
+        AlbertModel(config, output_encoder_outputs=True, dtype="mixed_bfloat16")
+    )
     mixed.set_weights(reference.get_weights())
     assert {v.dtype for v in mixed.weights} == {"float32"}
     out = mixed.backbone(pretrain_inputs)
     assert {k: v.dtype for k, v in out.items()} == {
-        "sequence_output": tf.bfloat16, "pooled_output": tf.bfloat16, "encoder_outputs": tf.bfloat16}
+        "sequence_output": tf.bfloat16,
+        "pooled_output": tf.bfloat16,
+        "encoder_outputs": tf.bfloat16,
+    }
     logits, ref_logits = mixed(pretrain_inputs), reference(pretrain_inputs)
-    assert {k: v.dtype for k, v in logits.items()} == {"mlm_logits": tf.float32, "sop_logits": tf.float32}
-    np.testing.assert_allclose(out["sequence_output"].numpy().astype(np.float32),
-                               reference.backbone(pretrain_inputs)["sequence_output"].numpy(), atol=0.1)
-    np.testing.assert_allclose(logits["mlm_logits"].numpy(), ref_logits["mlm_logits"].numpy(), atol=0.05)
+    assert {k: v.dtype for k, v in logits.items()} == {
+        "mlm_logits": tf.float32,
+        "sop_logits": tf.float32,
+    }
+    np.testing.assert_allclose(
+        out["sequence_output"].numpy().astype(np.float32),
+        reference.backbone(pretrain_inputs)["sequence_output"].numpy(),
+        atol=0.1,
+    )
+    np.testing.assert_allclose(
+        logits["mlm_logits"].numpy(), ref_logits["mlm_logits"].numpy(), atol=0.05
+    )
     # LayerNorm and softmax run in float32 even though the matmuls run in bfloat16.
     graph = tf.function(mixed).get_concrete_function(pretrain_inputs).graph
     ops = _ops(graph)
@@ -57,14 +72,19 @@ def global_mixed_policy():
 def _train_step(model, inputs, jit, repeat=1):
     """Loss and gradients of a masked-LM + SOP-like loss; jit=None runs eagerly. With repeat > 1,
     the list of every call's result of the same (compiled) function."""
+
     def step(inputs):
         with tf.GradientTape() as tape:
             out = model(inputs, training=True)
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=inputs["input_word_ids"][:, :3], logits=out["mlm_logits"]))
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=inputs["input_word_ids"][:, :3], logits=out["mlm_logits"]
+                )
+            )
             loss += tf.reduce_mean(out["sop_logits"] ** 2)
         grads = tape.gradient(loss, model.trainable_variables)
         return loss, [tf.convert_to_tensor(g) for g in grads]
+
     fn = step if jit is None else tf.function(step, jit_compile=jit)
     return fn(inputs) if repeat == 1 else [fn(inputs) for _ in range(repeat)]
 
@@ -83,7 +103,9 @@ def test_jit_compile_forward_and_backward(tiny_config, pretrain_inputs):
 
 
 def test_jit_compile_under_global_mixed_bfloat16(tiny_config, pretrain_inputs, global_mixed_policy):
-    config = tiny_config(num_hidden_groups=2, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    config = tiny_config(
+        num_hidden_groups=2, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1
+    )
     model = AlbertPretrainer(AlbertModel(config))
     assert model.backbone.dtype_policy.name == "mixed_bfloat16"
     (loss, grads), (loss_2, _) = _train_step(model, pretrain_inputs, jit=True, repeat=2)

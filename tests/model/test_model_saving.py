@@ -3,6 +3,7 @@
 get_config / from_config and `.keras` save/load of every model are checked by
 tests/harness.py (tests/model/test_model_harness.py).
 """
+
 import json
 import logging
 import os
@@ -21,7 +22,9 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 
 @pytest.fixture
 def pretrainer(tiny_config, randomize):
-    return randomize(AlbertPretrainer(AlbertModel(tiny_config(num_hidden_groups=2, inner_group_num=2))))
+    return randomize(
+        AlbertPretrainer(AlbertModel(tiny_config(num_hidden_groups=2, inner_group_num=2)))
+    )
 
 
 @pytest.fixture
@@ -41,16 +44,23 @@ def assert_same_outputs(a, b, inputs):
 def test_tf_train_checkpoint_round_trip(pretrainer, pretrain_inputs, tmp_path):
     path = tf.train.Checkpoint(model=pretrainer).save(str(tmp_path / "ckpt"))
     fresh = AlbertPretrainer(AlbertModel(pretrainer.backbone.config))
-    assert np.abs(fresh(pretrain_inputs)["mlm_logits"] - pretrainer(pretrain_inputs)["mlm_logits"]).max() > 1e-3
+    assert (
+        np.abs(
+            fresh(pretrain_inputs)["mlm_logits"] - pretrainer(pretrain_inputs)["mlm_logits"]
+        ).max()
+        > 1e-3
+    )
     tf.train.Checkpoint(model=fresh).restore(path).assert_existing_objects_matched()
     assert_same_outputs(fresh, pretrainer, pretrain_inputs)
 
 
-def test_io_save_load_pretrainer(tiny_config, randomize, pretrain_inputs, tmp_path,
-                                 spm_model_file):
+def test_io_save_load_pretrainer(tiny_config, randomize, pretrain_inputs, tmp_path, spm_model_file):
     # The spm.model must fit the model (1000 pieces, vocab_size 1000).
-    pretrainer = randomize(AlbertPretrainer(AlbertModel(tiny_config(
-        vocab_size=1000, num_hidden_groups=2, inner_group_num=2))))
+    pretrainer = randomize(
+        AlbertPretrainer(
+            AlbertModel(tiny_config(vocab_size=1000, num_hidden_groups=2, inner_group_num=2))
+        )
+    )
     spm = pathlib.Path(spm_model_file)
     directory = str(tmp_path / "out" / "albert")
     io.save(pretrainer, directory, spm_model_file=str(spm))
@@ -60,11 +70,16 @@ def test_io_save_load_pretrainer(tiny_config, randomize, pretrain_inputs, tmp_pa
         assert json.load(f)["hidden_act"] == "gelu"  # the original dialect
     assert open(io.spm_model_path(directory), "rb").read() == spm.read_bytes()
     loaded = io.load(directory)
-    assert isinstance(loaded, AlbertPretrainer) and loaded.backbone.config == pretrainer.backbone.config
+    assert (
+        isinstance(loaded, AlbertPretrainer)
+        and loaded.backbone.config == pretrainer.backbone.config
+    )
     assert_same_outputs(loaded, pretrainer, pretrain_inputs)
     backbone = io.load_backbone(directory, output_encoder_outputs=True)
     out = backbone(pretrain_inputs)
-    np.testing.assert_allclose(out["sequence_output"], pretrainer.backbone(pretrain_inputs)["sequence_output"], atol=1e-6)
+    np.testing.assert_allclose(
+        out["sequence_output"], pretrainer.backbone(pretrain_inputs)["sequence_output"], atol=1e-6
+    )
     assert out["encoder_outputs"].shape[0] == 8
 
 
@@ -89,7 +104,9 @@ def test_io_errors(pretrainer, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "pretrainer.weights.h5").write_bytes(b"")
-    with pytest.raises(FileNotFoundError, match="has no config.json; found \\['pretrainer.weights.h5'\\]"):
+    with pytest.raises(
+        FileNotFoundError, match="has no config.json; found \\['pretrainer.weights.h5'\\]"
+    ):
         io.load(str(empty))
     pretrainer.backbone.config.to_json_file(str(empty / "config.json"))
     (empty / "pretrainer.weights.h5").unlink()
@@ -110,13 +127,19 @@ def test_input_errors(tiny_config, make_inputs, pretrainer):
         model({k: v for k, v in inputs.items() if k != "input_mask"})
     with pytest.raises(TypeError, match="inputs must be a dict"):
         model(inputs["input_word_ids"])
-    with pytest.raises(TypeError, match="'input_word_ids' must be an integer tensor, got dtype float32"):
+    with pytest.raises(
+        TypeError, match="'input_word_ids' must be an integer tensor, got dtype float32"
+    ):
         model({**inputs, "input_word_ids": inputs["input_word_ids"].astype(np.float32)})
-    with pytest.raises(ValueError, match=r"'input_mask' has shape \(2, 6\) but input_word_ids has shape \(2, 7\)"):
+    with pytest.raises(
+        ValueError, match=r"'input_mask' has shape \(2, 6\) but input_word_ids has shape \(2, 7\)"
+    ):
         model({**inputs, "input_mask": inputs["input_mask"][:, :6]})
     with pytest.raises(KeyError, match="missing input key 'masked_lm_positions'"):
         pretrainer(inputs)
     spec = {k: tf.TensorSpec([None, None], tf.int32) for k in inputs}
     traced = tf.function(lambda x: model(x)["sequence_output"], input_signature=[spec])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="sequence length exceeds max_position_embeddings 16"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="sequence length exceeds max_position_embeddings 16"
+    ):
         traced(make_inputs(seq=20))

@@ -4,6 +4,7 @@ the error formatting and the start-up log filter in-process.
 
 Each script run imports TensorFlow (a few seconds): one or two runs per script.
 """
+
 import errno
 import os
 import re
@@ -26,8 +27,9 @@ def run(script, *args, env=None):
     full_env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     full_env.update(KERAS_BACKEND="tensorflow", PYTHONPATH=REPO, **(env or {}))
     command = [sys.executable, os.path.join(REPO, "scripts", script), *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=full_env,
-                          timeout=300)
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO, env=full_env, timeout=300
+    )
 
 
 def error_line(result, script, *names, first=True):
@@ -46,15 +48,24 @@ def error_line(result, script, *names, first=True):
 
 
 # ---------------------------------------------------------------- flag errors: first, one line
-@pytest.mark.parametrize("script, flags, names", [
-    ("run_classifier.py", ["--bogus_flag=1"], ["Unknown command line flag 'bogus_flag'"]),
-    ("run_token_classifier.py", ["--max_seq_length=abc"], ["--max_seq_length=abc"]),
-    ("run_pretraining.py", ["--output_dir=/nonexistent"], ["--input_file is required"]),
-    ("convert_checkpoint.py", ["--source_format=huggingface", "--input=x", "--output_dir=y",
-                               "--config_file=c.json"], ["--config_file applies to"]),
-    ("train_tokenizer.py", ["--input=x.txt", "--model_prefix=v", "--vocab_size=8"],
-     ["--vocab_size=8 must exceed"]),
-])
+@pytest.mark.parametrize(
+    "script, flags, names",
+    [
+        ("run_classifier.py", ["--bogus_flag=1"], ["Unknown command line flag 'bogus_flag'"]),
+        ("run_token_classifier.py", ["--max_seq_length=abc"], ["--max_seq_length=abc"]),
+        ("run_pretraining.py", ["--output_dir=/nonexistent"], ["--input_file is required"]),
+        (
+            "convert_checkpoint.py",
+            ["--source_format=huggingface", "--input=x", "--output_dir=y", "--config_file=c.json"],
+            ["--config_file applies to"],
+        ),
+        (
+            "train_tokenizer.py",
+            ["--input=x.txt", "--model_prefix=v", "--vocab_size=8"],
+            ["--vocab_size=8 must exceed"],
+        ),
+    ],
+)
 def test_flag_error_is_the_first_and_only_line(script, flags, names):
     error_line(run(script, *flags), script, *names)
 
@@ -69,10 +80,18 @@ def classifier_run(tmp_path_factory, spm_model_file):
     def classify(train_rows, dev_rows):
         for name, body in (("train.tsv", train_rows), ("dev.tsv", dev_rows)):
             (directory / name).write_text("sentence\tlabel\n" + "\n".join(body) + "\n")
-        return run("run_classifier.py", "--task_name=mentions-file", "--preset=albert_tiny",
-                   f"--spm_model_file={spm_model_file}", f"--train_file={directory}/train.tsv",
-                   f"--dev_file={directory}/dev.tsv", "--text_column=sentence",
-                   "--max_seq_length=16", "--num_train_steps=1", f"--output_dir={directory}/out")
+        return run(
+            "run_classifier.py",
+            "--task_name=mentions-file",
+            "--preset=albert_tiny",
+            f"--spm_model_file={spm_model_file}",
+            f"--train_file={directory}/train.tsv",
+            f"--dev_file={directory}/dev.tsv",
+            "--text_column=sentence",
+            "--max_seq_length=16",
+            "--num_train_steps=1",
+            f"--output_dir={directory}/out",
+        )
 
     return directory, rows, classify
 
@@ -80,28 +99,47 @@ def classifier_run(tmp_path_factory, spm_model_file):
 def test_classifier_malformed_line_names_file_and_line(classifier_run):
     directory, rows, classify = classifier_run
     result = classify(rows[:3] + ["a line without its label"] + rows[3:], rows)
-    error_line(result, "run_classifier.py", f"{directory}/train.tsv:5:", "tab-separated fields",
-               first=False)
+    error_line(
+        result,
+        "run_classifier.py",
+        f"{directory}/train.tsv:5:",
+        "tab-separated fields",
+        first=False,
+    )
 
 
 def test_classifier_unknown_label_names_file_line_and_labels(classifier_run):
     directory, rows, classify = classifier_run
     result = classify(rows, rows[:2] + ["A new sentence.\tmaybe"])
-    error_line(result, "run_classifier.py", f"{directory}/dev.tsv:4:", "unknown label 'maybe'",
-               "['no', 'yes']", first=False)
+    error_line(
+        result,
+        "run_classifier.py",
+        f"{directory}/dev.tsv:4:",
+        "unknown label 'maybe'",
+        "['no', 'yes']",
+        first=False,
+    )
 
 
 def test_create_pretraining_data_missing_input(tmp_path, spm_model_file):
     missing = tmp_path / "corpus.txt"
-    result = run("create_pretraining_data.py", f"--input_file={missing}",
-                 f"--output_file={tmp_path}/train.tfrecord", f"--spm_model_file={spm_model_file}")
+    result = run(
+        "create_pretraining_data.py",
+        f"--input_file={missing}",
+        f"--output_file={tmp_path}/train.tfrecord",
+        f"--spm_model_file={spm_model_file}",
+    )
     error_line(result, "create_pretraining_data.py", str(missing))
     assert list(tmp_path.iterdir()) == []
 
 
 def test_convert_checkpoint_missing_input(tmp_path):
-    result = run("convert_checkpoint.py", "--source_format=huggingface",
-                 f"--input={tmp_path}/hf", f"--output_dir={tmp_path}/out")
+    result = run(
+        "convert_checkpoint.py",
+        "--source_format=huggingface",
+        f"--input={tmp_path}/hf",
+        f"--output_dir={tmp_path}/out",
+    )
     error_line(result, "convert_checkpoint.py", f"{tmp_path}/hf")
 
 
@@ -120,8 +158,13 @@ def pretrained_dir(tmp_path_factory, spm_model_file):
 
 def test_export_existing_version(tmp_path, pretrained_dir):
     (tmp_path / "1").mkdir()
-    result = run("export_saved_model.py", f"--pretrained_dir={pretrained_dir}",
-                 f"--export_dir={tmp_path}", "--version=1", "--max_seq_length=8")
+    result = run(
+        "export_saved_model.py",
+        f"--pretrained_dir={pretrained_dir}",
+        f"--export_dir={tmp_path}",
+        "--version=1",
+        "--max_seq_length=8",
+    )
     error_line(result, "export_saved_model.py", f"{tmp_path}/1 already exists")
     assert sorted(os.listdir(tmp_path)) == ["1"]
 
@@ -129,38 +172,55 @@ def test_export_existing_version(tmp_path, pretrained_dir):
 def test_export_dir_that_cannot_be_created(tmp_path, pretrained_dir):
     blocker = tmp_path / "file.txt"  # a regular file: no directory can be made below it (root too)
     blocker.write_text("not a directory\n")
-    result = run("export_saved_model.py", f"--pretrained_dir={pretrained_dir}",
-                 f"--export_dir={blocker}/models", "--max_seq_length=8")
+    result = run(
+        "export_saved_model.py",
+        f"--pretrained_dir={pretrained_dir}",
+        f"--export_dir={blocker}/models",
+        "--max_seq_length=8",
+    )
     error_line(result, "export_saved_model.py", str(blocker), "not a directory")
 
 
 # ---------------------------------------------------------------- error_message, in-process
 def test_user_errors_are_one_line():
     assert cli.error_message(DataError("train.tsv:3: expected 2 fields,\n  found 1")) == (
-        "train.tsv:3: expected 2 fields, found 1")
+        "train.tsv:3: expected 2 fields, found 1"
+    )
     assert cli.error_message(InvalidFlagError("--num_train_steps must be >= 1")) == (
-        "--num_train_steps must be >= 1")
+        "--num_train_steps must be >= 1"
+    )
     assert cli.error_message(app.UsageError("--tables: unknown table(s)")) == (
-        "--tables: unknown table(s)")
+        "--tables: unknown table(s)"
+    )
 
 
-@pytest.mark.parametrize("error, expected", [
-    (FileNotFoundError(errno.ENOENT, "No such file or directory", "/d/train.tsv"),
-     "/d/train.tsv: No such file or directory"),
-    (FileNotFoundError("data file not found: /d/train.tsv"), "data file not found: /d/train.tsv"),
-    (PermissionError(errno.EACCES, "Permission denied", "/d/x"), "/d/x: Permission denied"),
-    (FileExistsError("/m/1 already exists"), "/m/1 already exists"),
-    (IsADirectoryError(errno.EISDIR, "Is a directory", "/d"), "/d: Is a directory"),
-    (NotADirectoryError(errno.ENOTDIR, "Not a directory", "/f/x"), "/f/x: Not a directory"),
-    (OSError(errno.ENOSPC, "No space left on device", "/out/a"), "/out/a: No space left on device"),
-    (OSError(errno.EROFS, "Read-only file system", "/ro/a"), "/ro/a: Read-only file system"),
-    (OSError(errno.EACCES, "Permission denied", "/d/y"), "/d/y: Permission denied"),
-    (OSError(errno.EIO, "Input/output error", "/mnt/c.txt"), "/mnt/c.txt: Input/output error"),
-    (OSError(errno.EXDEV, "Invalid cross-device link", "/a", "/b"),
-     None),
-    (ValueError("an internal inconsistency"), None),
-    (KeyError("x"), None),
-])
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        (
+            FileNotFoundError(errno.ENOENT, "No such file or directory", "/d/train.tsv"),
+            "/d/train.tsv: No such file or directory",
+        ),
+        (
+            FileNotFoundError("data file not found: /d/train.tsv"),
+            "data file not found: /d/train.tsv",
+        ),
+        (PermissionError(errno.EACCES, "Permission denied", "/d/x"), "/d/x: Permission denied"),
+        (FileExistsError("/m/1 already exists"), "/m/1 already exists"),
+        (IsADirectoryError(errno.EISDIR, "Is a directory", "/d"), "/d: Is a directory"),
+        (NotADirectoryError(errno.ENOTDIR, "Not a directory", "/f/x"), "/f/x: Not a directory"),
+        (
+            OSError(errno.ENOSPC, "No space left on device", "/out/a"),
+            "/out/a: No space left on device",
+        ),
+        (OSError(errno.EROFS, "Read-only file system", "/ro/a"), "/ro/a: Read-only file system"),
+        (OSError(errno.EACCES, "Permission denied", "/d/y"), "/d/y: Permission denied"),
+        (OSError(errno.EIO, "Input/output error", "/mnt/c.txt"), "/mnt/c.txt: Input/output error"),
+        (OSError(errno.EXDEV, "Invalid cross-device link", "/a", "/b"), None),
+        (ValueError("an internal inconsistency"), None),
+        (KeyError("x"), None),
+    ],
+)
 def test_os_errors(error, expected):
     assert cli.error_message(error) == expected
 
@@ -168,7 +228,8 @@ def test_os_errors(error, expected):
 def test_expected_types_of_a_script():
     assert cli.error_message(ValueError("corpus x.txt holds no text")) is None
     assert cli.error_message(ValueError("corpus x.txt holds no text"), (ValueError,)) == (
-        "corpus x.txt holds no text")
+        "corpus x.txt holds no text"
+    )
 
 
 def test_tensorflow_file_errors():
@@ -178,18 +239,33 @@ def test_tensorflow_file_errors():
         return cli.error_message(cls(None, None, message))
 
     assert error_of(tf.errors.NotFoundError, "/d/x.tfrecord; No such file or directory") == (
-        "/d/x.tfrecord; No such file or directory")
+        "/d/x.tfrecord; No such file or directory"
+    )
     assert error_of(tf.errors.PermissionDeniedError, "/d/x; Permission denied") == (
-        "/d/x; Permission denied")
-    assert error_of(tf.errors.DataLossError, "corrupted record at 12 [Op:IteratorGetNext]\n"
-                    "\t [[{{node IteratorGetNext}}]]") == "corrupted record at 12"
+        "/d/x; Permission denied"
+    )
+    assert (
+        error_of(
+            tf.errors.DataLossError,
+            "corrupted record at 12 [Op:IteratorGetNext]\n\t [[{{node IteratorGetNext}}]]",
+        )
+        == "corrupted record at 12"
+    )
     assert error_of(tf.errors.FailedPreconditionError, "/d/f.txt is not a directory") == (
-        "/d/f.txt is not a directory")
+        "/d/f.txt is not a directory"
+    )
     assert error_of(tf.errors.FailedPreconditionError, "train.tsv; Is a directory") == (
-        "train.tsv; Is a directory")
+        "train.tsv; Is a directory"
+    )
     # Not about files: bugs, with their traceback.
-    assert error_of(tf.errors.FailedPreconditionError, "Could not find variable dense/kernel. "
-                    "This could mean that the variable has been deleted.") is None
+    assert (
+        error_of(
+            tf.errors.FailedPreconditionError,
+            "Could not find variable dense/kernel. "
+            "This could mean that the variable has been deleted.",
+        )
+        is None
+    )
     assert error_of(tf.errors.ResourceExhaustedError, "OOM when allocating tensor") is None
     assert error_of(tf.errors.InvalidArgumentError, "Incompatible shapes: [2] vs. [3]") is None
 
@@ -204,11 +280,16 @@ def test_staging_paths_are_named_as_their_target(tmp_path):
 
     with pytest.raises(tf.errors.ResourceExhaustedError) as raised:
         with versions.publish_version(str(tmp_path)) as (staging, _):
-            raise tf.errors.ResourceExhaustedError(None, None, (
-                "{{function_node __wrapped__SaveV2_dtypes_56_device_/job:localhost/replica:0/"
-                "task:0/device:CPU:0}} " + staging + "/variables/variables_temp/part-00000-of-"
-                "00001.data-00000-of-00001.tempstate14387406170039055167; No space left on device"
-                " [Op:SaveV2]"))
+            raise tf.errors.ResourceExhaustedError(
+                None,
+                None,
+                (
+                    "{{function_node __wrapped__SaveV2_dtypes_56_device_/job:localhost/replica:0/"
+                    "task:0/device:CPU:0}} " + staging + "/variables/variables_temp/part-00000-of-"
+                    "00001.data-00000-of-00001.tempstate14387406170039055167; No space left on device"
+                    " [Op:SaveV2]"
+                ),
+            )
     assert cli.error_message(raised.value) == f"{tmp_path}/1; No space left on device"
     target = str(tmp_path / "train-00000-of-00004.tfrecord")
     error = OSError(errno.ENOSPC, "No space left on device", files.temporary_path(target))
@@ -242,9 +323,13 @@ def test_exit_codes(checked):
 
     assert checked(DataError("a.tsv:2: empty line")) == (1, "demo.py: error: a.tsv:2: empty line\n")
     assert checked(StrategyError("--strategy=tpu: no TPU found")) == (
-        1, "demo.py: error: --strategy=tpu: no TPU found\n")
+        1,
+        "demo.py: error: --strategy=tpu: no TPU found\n",
+    )
     assert checked(NonFiniteLossError("NaN or Inf at step 3")) == (
-        3, "demo.py: error: NaN or Inf at step 3\n")
+        3,
+        "demo.py: error: NaN or Inf at step 3\n",
+    )
     assert checked(Preempted(4, "out/checkpoints/ckpt-4"))[0] == 143
     with pytest.raises(ZeroDivisionError):
         checked(ZeroDivisionError("a bug"))
@@ -268,21 +353,28 @@ STARTUP_LOG = (
     "machine, GPU will not be used.\n"
     "W0000 00:00:1795525286.6   22477 x.cc:1] a warning\n"
     "E0000 00:00:1795525286.7   22477 y.cc:2] an error\n"
-    "a line of Python\n")
+    "a line of Python\n"
+)
 
 
-@pytest.mark.parametrize("level, kept", [
-    ("3", "a line of Python\n"),
-    ("2", "E0000 00:00:1795525286.7   22477 y.cc:2] an error\na line of Python\n"),
-    ("0", STARTUP_LOG),
-])
+@pytest.mark.parametrize(
+    "level, kept",
+    [
+        ("3", "a line of Python\n"),
+        ("2", "E0000 00:00:1795525286.7   22477 y.cc:2] an error\na line of Python\n"),
+        ("0", STARTUP_LOG),
+    ],
+)
 def test_startup_log_filter(level, kept):
     """Lines below TF_CPP_MIN_LOG_LEVEL are dropped from what is written to file descriptor 2
     inside the filter; the rest is kept in order (a process without TensorFlow, 0.1 s)."""
-    code = ("import os\nfrom albert_tf._env import startup_log_filter\n"
-            f"with startup_log_filter():\n    os.write(2, {STARTUP_LOG.encode()!r})\n")
+    code = (
+        "import os\nfrom albert_tf._env import startup_log_filter\n"
+        f"with startup_log_filter():\n    os.write(2, {STARTUP_LOG.encode()!r})\n"
+    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=level, ALBERT_TF_LIGHT_IMPORT="1", PYTHONPATH=REPO)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == kept

@@ -1,4 +1,5 @@
 """Fixtures for tests/text: tokenizers on the shared tiny model and a model that knows "<digit>," pieces."""
+
 import random
 
 import pytest
@@ -14,15 +15,27 @@ def number_spm_model_file(corpus_file, tmp_path_factory):
     with open(corpus_file, encoding="utf-8") as f:
         lines = f.read().split("\n")
     for _ in range(3000):
-        lines.append(f"the total was {rng.choice(['1,000', '9,000', '12,500', '3,000', '2,000', '500'])}, "
-                     f"then {rng.choice(['4,000', '9,000', '7,250'])}, and more")
+        lines.append(
+            f"the total was {rng.choice(['1,000', '9,000', '12,500', '3,000', '2,000', '500'])}, "
+            f"then {rng.choice(['4,000', '9,000', '7,250'])}, and more"
+        )
     corpus = tmp_path_factory.mktemp("numbers") / "numbers.txt"
     corpus.write_text("\n".join(lines), encoding="utf-8")
     prefix = corpus.parent / "numbers"
     spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(prefix), vocab_size=600, model_type="unigram", pad_id=0, unk_id=1,
-        bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"], split_by_number=False,
-        num_threads=1, minloglevel=2)
+        input=str(corpus),
+        model_prefix=str(prefix),
+        vocab_size=600,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        split_by_number=False,
+        num_threads=1,
+        minloglevel=2,
+    )
     return f"{prefix}.model"
 
 

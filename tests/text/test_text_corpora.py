@@ -1,4 +1,5 @@
 """iter_documents: file formats, path resolution, bad bytes, TFDS, and builtin:docstrings."""
+
 import json
 import os
 import time
@@ -16,21 +17,38 @@ def write(path, data):
 
 
 def test_sentences_format_blank_lines_crlf_bom_and_small_chunks(tmp_path, monkeypatch):
-    path = write(tmp_path / "a.txt", "\ufeffFirst doc, line one.\r\nLine two.\r\n\r\n  \t \n\n"
-                                     "Second doc.\n\n\nThird doc, no final newline.")
-    expected = [["First doc, line one.", "Line two."], ["Second doc."], ["Third doc, no final newline."]]
+    path = write(
+        tmp_path / "a.txt",
+        "\ufeffFirst doc, line one.\r\nLine two.\r\n\r\n  \t \n\n"
+        "Second doc.\n\n\nThird doc, no final newline.",
+    )
+    expected = [
+        ["First doc, line one.", "Line two."],
+        ["Second doc."],
+        ["Third doc, no final newline."],
+    ]
     stats = CorpusStats()
     assert list(iter_documents(path, stats=stats)) == expected
-    assert (stats.files, stats.lines, stats.documents, stats.sentences, stats.skipped_lines) == (1, 9, 3, 4, 0)
+    assert (stats.files, stats.lines, stats.documents, stats.sentences, stats.skipped_lines) == (
+        1,
+        9,
+        3,
+        4,
+        0,
+    )
     monkeypatch.setattr(corpora, "_READ_CHUNK", 5)  # lines straddle read chunks
     assert list(iter_documents(path)) == expected
 
 
 def test_lines_format_splits_sentences(tmp_path):
     path = write(tmp_path / "docs.txt", "Dr. Smith came. He sat down!\n\nOne more document here\n")
-    assert list(iter_documents(path, format="lines")) == [["Dr. Smith came.", "He sat down!"],
-                                                          ["One more document here"]]
-    with pytest.raises(ValueError, match=r"format must be one of \('sentences', 'lines'\), got 'csv'"):
+    assert list(iter_documents(path, format="lines")) == [
+        ["Dr. Smith came.", "He sat down!"],
+        ["One more document here"],
+    ]
+    with pytest.raises(
+        ValueError, match=r"format must be one of \('sentences', 'lines'\), got 'csv'"
+    ):
         iter_documents(path, format="csv")
 
 
@@ -65,7 +83,9 @@ def test_invalid_utf8_lines_are_counted_or_raise(tmp_path):
     stats = CorpusStats()
     assert list(iter_documents(path, stats=stats)) == [["Good one.", "Also good."], ["Next doc."]]
     assert stats.skipped_lines == 1 and stats.skipped_locations == [f"{path}:3"]
-    with pytest.raises(ValueError, match=f"{path}:3: not valid UTF-8 \\(byte b'\\\\xff' at column 5\\)"):
+    with pytest.raises(
+        ValueError, match=f"{path}:3: not valid UTF-8 \\(byte b'\\\\xff' at column 5\\)"
+    ):
         list(iter_documents(path, strict=True))
 
 
@@ -76,21 +96,42 @@ def _write_prepared_tfds(data_dir, name, texts):
     with tf.io.TFRecordWriter(str(root / f"{name}-train.tfrecord-00000-of-00001")) as writer:
         for text in texts:
             feature = {"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text]))}
-            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
-    info = {"fileFormat": "tfrecord", "name": name, "version": "1.0.0", "moduleName": "tests",
-            "splits": [{"filepathTemplate": "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}", "name": "train",
-                        "numBytes": "100", "shardLengths": [str(len(texts))]}]}
+            writer.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
+    info = {
+        "fileFormat": "tfrecord",
+        "name": name,
+        "version": "1.0.0",
+        "moduleName": "tests",
+        "splits": [
+            {
+                "filepathTemplate": "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}",
+                "name": "train",
+                "numBytes": "100",
+                "shardLengths": [str(len(texts))],
+            }
+        ],
+    }
     (root / "dataset_info.json").write_text(json.dumps(info))
-    text_feature = {"pythonClassName": "tensorflow_datasets.core.features.text_feature.Text", "text": {}}
-    features = {"pythonClassName": "tensorflow_datasets.core.features.features_dict.FeaturesDict",
-                "featuresDict": {"features": {"text": text_feature}}}
+    text_feature = {
+        "pythonClassName": "tensorflow_datasets.core.features.text_feature.Text",
+        "text": {},
+    }
+    features = {
+        "pythonClassName": "tensorflow_datasets.core.features.features_dict.FeaturesDict",
+        "featuresDict": {"features": {"text": text_feature}},
+    }
     (root / "features.json").write_text(json.dumps(features))
 
 
 def test_tfds_prepared_dataset(tmp_path):
     name = "albert_tf_text_test_corpus"
-    _write_prepared_tfds(tmp_path, name, [b"First one. Second one!\nNew paragraph here.", b"Only one",
-                                          b"", b"bad \xff"])
+    _write_prepared_tfds(
+        tmp_path,
+        name,
+        [b"First one. Second one!\nNew paragraph here.", b"Only one", b"", b"bad \xff"],
+    )
     stats = CorpusStats()
     docs = list(iter_documents(f"tfds:{name}", data_dir=str(tmp_path), stats=stats))
     assert docs == [["First one.", "Second one!", "New paragraph here."], ["Only one"]]
@@ -99,8 +140,11 @@ def test_tfds_prepared_dataset(tmp_path):
         iter_documents(f"tfds:{name}", data_dir=str(tmp_path), feature="body")
     with pytest.raises(ValueError, match=r"has no split 'test'; splits: \['train'\]"):
         iter_documents(f"tfds:{name}", data_dir=str(tmp_path), split="test")
-    with pytest.raises(FileNotFoundError, match=f"TFDS dataset '{name}' is not prepared in .*elsewhere; "
-                                                "albert_tf reads prepared data only"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=f"TFDS dataset '{name}' is not prepared in .*elsewhere; "
+        "albert_tf reads prepared data only",
+    ):
         iter_documents(f"tfds:{name}", data_dir=str(tmp_path / "elsewhere"))
 
 
@@ -112,12 +156,16 @@ def test_builtin_docstrings_numpy(tmp_path):
     first = list(iter_documents("builtin:docstrings", packages=("numpy",), cache_dir=str(cache)))
     first_seconds = time.time() - start
     files = os.listdir(cache)
-    assert len(files) == 1 and files[0].startswith("docstrings-numpy-") and files[0].endswith(".txt")
+    assert (
+        len(files) == 1 and files[0].startswith("docstrings-numpy-") and files[0].endswith(".txt")
+    )
     size = sum(len(s.encode("utf-8")) + 1 for d in first for s in d)
     assert 200_000 < size < 5_000_000, size
     sentences = [s for d in first for s in d]
     assert not [s for s in sentences if ">>>" in s or "```" in s or "\n" in s]
-    assert 6 < sum(len(s.split()) for s in sentences) / len(sentences) < 40  # prose-length sentences
+    assert (
+        6 < sum(len(s.split()) for s in sentences) / len(sentences) < 40
+    )  # prose-length sentences
     # A sentence of numpy's own documentation (its first docstring line) is in the corpus.
     assert numpy.linspace.__doc__.strip().split("\n")[0] in sentences
 
@@ -130,7 +178,7 @@ def test_builtin_docstrings_numpy(tmp_path):
     source_files = corpora.package_source_files(("numpy",))
     assert source_files == sorted(source_files) and all(f.endswith(".py") for f in source_files)
     head = [d for f in source_files[:30] for d in corpora._file_docstrings(f)]
-    assert first[:len(head)] == head and head
+    assert first[: len(head)] == head and head
 
 
 def test_builtin_docstrings_cache_is_atomic_and_keyed_by_versions(tmp_path, monkeypatch):
@@ -173,9 +221,13 @@ def test_docstring_filter_keeps_prose_and_drops_code():
     See the user guide for more details.
     """
     assert corpora.docstring_sentences(doc) == [
-        "Compute the thing for every element.", "This function is useful.",
-        "It returns a new array of values.", "The input tensor, of any shape.",
-        "The result is exact for integers:", "See the user guide for more details."]
+        "Compute the thing for every element.",
+        "This function is useful.",
+        "It returns a new array of values.",
+        "The input tensor, of any shape.",
+        "The result is exact for integers:",
+        "See the user guide for more details.",
+    ]
 
 
 def test_unreadable_file_fails_before_any_work(tmp_path, monkeypatch):

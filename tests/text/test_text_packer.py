@@ -1,4 +1,5 @@
 """SegmentPacker against hand-written expected arrays."""
+
 import keras
 import pytest
 import tensorflow as tf
@@ -30,24 +31,37 @@ def test_pair_longest_first_gives_the_odd_id_to_the_second_segment():
 
 def test_round_robin_matches_the_original_truncate_seq_pair():
     """The original drops from the end of the longer segment (the second on ties)."""
+
     def truncate_seq_pair(a, b, max_length):
         a, b = list(a), list(b)
         while len(a) + len(b) > max_length:
             (a if len(a) > len(b) else b).pop()
         return a, b
 
-    pairs = [(list(range(100, 100 + la)), list(range(200, 200 + lb))) for la in range(9) for lb in range(9)]
+    pairs = [
+        (list(range(100, 100 + la)), list(range(200, 200 + lb)))
+        for la in range(9)
+        for lb in range(9)
+    ]
     expected = []
     for a, b in pairs:
         ta, tb = truncate_seq_pair(a, b, 6)
         row = [2] + ta + [3] + tb + [3]
         expected.append(row + [0] * (9 - len(row)))
-    segments = [tf.ragged.constant([p[i] for p in pairs], tf.int32, ragged_rank=1, inner_shape=()) for i in (0, 1)]
-    assert run(SegmentPacker(9, cls_id=2, sep_id=3, pad_id=0), segments)["input_word_ids"] == expected
+    segments = [
+        tf.ragged.constant([p[i] for p in pairs], tf.int32, ragged_rank=1, inner_shape=())
+        for i in (0, 1)
+    ]
+    assert (
+        run(SegmentPacker(9, cls_id=2, sep_id=3, pad_id=0), segments)["input_word_ids"] == expected
+    )
 
 
 def test_single_segment_truncates_the_end_and_pads():
-    out = run(SegmentPacker(6, cls_id=2, sep_id=3, pad_id=0), [tf.ragged.constant([[10, 11, 12, 13, 14, 15], [10, 11]])])
+    out = run(
+        SegmentPacker(6, cls_id=2, sep_id=3, pad_id=0),
+        [tf.ragged.constant([[10, 11, 12, 13, 14, 15], [10, 11]])],
+    )
     assert out["input_word_ids"] == [[2, 10, 11, 12, 13, 3], [2, 10, 11, 3, 0, 0]]
     assert out["input_mask"] == [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]
     assert out["input_type_ids"] == [[0] * 6, [0] * 6]
@@ -60,10 +74,15 @@ def test_pad_to_longest_and_buckets():
     assert out["input_word_ids"] == [[2, 10, 11, 3, 20, 3], [2, 10, 3, 3, 0, 0]]
     assert out["input_type_ids"] == [[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 0, 0]]
     assert out["input_mask"] == [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]
-    bucketed = run(SegmentPacker(16, cls_id=2, sep_id=3, pad_id=0, pad_to="longest", bucket=4), [a, b])
+    bucketed = run(
+        SegmentPacker(16, cls_id=2, sep_id=3, pad_id=0, pad_to="longest", bucket=4), [a, b]
+    )
     assert bucketed["input_word_ids"] == [[2, 10, 11, 3, 20, 3, 0, 0], [2, 10, 3, 3, 0, 0, 0, 0]]
     capped = run(SegmentPacker(7, cls_id=2, sep_id=3, pad_id=0, pad_to="longest", bucket=5), [a, b])
-    assert capped["input_word_ids"] == [[2, 10, 11, 3, 20, 3, 0], [2, 10, 3, 3, 0, 0, 0]]  # 10 capped at 7
+    assert capped["input_word_ids"] == [
+        [2, 10, 11, 3, 20, 3, 0],
+        [2, 10, 3, 3, 0, 0, 0],
+    ]  # 10 capped at 7
 
 
 def test_dtypes_dense_input_pad_id_and_empty_batch():
@@ -82,13 +101,21 @@ def test_dtypes_dense_input_pad_id_and_empty_batch():
 
 def test_fixed_padding_has_a_static_shape_in_a_graph():
     packer = SegmentPacker(6, cls_id=2, sep_id=3, pad_id=0)
-    fn = tf.function(lambda x: packer([x]), autograph=False,
-                     input_signature=[tf.RaggedTensorSpec([None, None], tf.int32)])
-    assert fn.get_concrete_function().structured_outputs["input_word_ids"].shape.as_list() == [None, 6]
+    fn = tf.function(
+        lambda x: packer([x]),
+        autograph=False,
+        input_signature=[tf.RaggedTensorSpec([None, None], tf.int32)],
+    )
+    assert fn.get_concrete_function().structured_outputs["input_word_ids"].shape.as_list() == [
+        None,
+        6,
+    ]
 
 
 def test_config_round_trip_and_validation():
-    packer = SegmentPacker(32, cls_id=2, sep_id=3, pad_id=0, truncation="longest_first", pad_to="longest", bucket=8)
+    packer = SegmentPacker(
+        32, cls_id=2, sep_id=3, pad_id=0, truncation="longest_first", pad_to="longest", bucket=8
+    )
     clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(packer))
     assert clone.get_config() == packer.get_config()
     for kwargs, message in [

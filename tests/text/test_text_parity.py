@@ -1,4 +1,5 @@
 """TextTokenizer (in-graph) gives the ids of SentencePieceTokenizer (Python), everywhere it runs."""
+
 import subprocess
 import sys
 
@@ -43,7 +44,11 @@ def test_scalar_and_column_inputs(graph_tokenizer, py_tokenizer):
 def test_in_tf_data(graph_tokenizer, py_tokenizer):
     packer = SegmentPacker(12, cls_id=2, sep_id=3, pad_id=0)
     texts = ["The first sentence, 9,000 words.", "Second!", "", "Third one is here"]
-    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(2).map(lambda t: packer([graph_tokenizer(t)]))
+    dataset = (
+        tf.data.Dataset.from_tensor_slices(texts)
+        .batch(2)
+        .map(lambda t: packer([graph_tokenizer(t)]))
+    )
     rows = [row for batch in dataset for row in batch["input_word_ids"].numpy().tolist()]
     expected = [([2] + py_tokenizer.encode_ids(t)[:10] + [3] + [0] * 10)[:12] for t in texts]
     assert rows == expected
@@ -56,9 +61,16 @@ def test_config_round_trip_and_keras_saving(graph_tokenizer, tmp_path):
     assert clone.model_proto == graph_tokenizer.model_proto
     text = tf.constant(["Round trip, 1,234!"])
     assert clone(text).to_list() == graph_tokenizer(text).to_list()
-    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(graph_tokenizer))
-    assert isinstance(restored, TextTokenizer) and restored(text).to_list() == graph_tokenizer(text).to_list()
-    with pytest.raises(ValueError, match="needs exactly one of spm_model_file_or_bytes and model_proto_base64"):
+    restored = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(graph_tokenizer)
+    )
+    assert (
+        isinstance(restored, TextTokenizer)
+        and restored(text).to_list() == graph_tokenizer(text).to_list()
+    )
+    with pytest.raises(
+        ValueError, match="needs exactly one of spm_model_file_or_bytes and model_proto_base64"
+    ):
         TextTokenizer()
 
 
@@ -69,17 +81,24 @@ def test_export_archive_serves_raw_text_in_a_fresh_process(graph_tokenizer, py_t
     archive = keras.export.ExportArchive()
     archive.track(graph_tokenizer)
     archive.track(packer)
-    archive.add_endpoint("serve", lambda text: packer([graph_tokenizer(text)]),
-                         input_signature=[tf.TensorSpec([None], tf.string)])
+    archive.add_endpoint(
+        "serve",
+        lambda text: packer([graph_tokenizer(text)]),
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
     export_dir = str(tmp_path / "export")
     archive.write_out(export_dir, verbose=False)
     assert not tf.io.gfile.listdir(f"{export_dir}/assets")  # the model is embedded in the graph
-    code = ("import tensorflow as tf, tensorflow_text, sys\n"
-            f"m = tf.saved_model.load({export_dir!r})\n"
-            "out = m.serve(tf.constant(['Caf\\u00e9 costs 9,000, ok?', '']))\n"
-            "print(out['input_word_ids'].numpy().tolist()); print(out['input_mask'].numpy().tolist())\n"
-            "print('albert_tf' in sys.modules)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    code = (
+        "import tensorflow as tf, tensorflow_text, sys\n"
+        f"m = tf.saved_model.load({export_dir!r})\n"
+        "out = m.serve(tf.constant(['Caf\\u00e9 costs 9,000, ok?', '']))\n"
+        "print(out['input_word_ids'].numpy().tolist()); print(out['input_mask'].numpy().tolist())\n"
+        "print('albert_tf' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     ids_line, mask_line, modules_line = result.stdout.strip().splitlines()[-3:]
     first = [2] + py_tokenizer.encode_ids("Caf\u00e9 costs 9,000, ok?")[:14] + [3]

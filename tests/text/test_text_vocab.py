@@ -1,4 +1,5 @@
 """train_sentencepiece and scripts/train_tokenizer.py."""
+
 import os
 import subprocess
 import sys
@@ -15,7 +16,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_train_sentencepiece_albert_layout(corpus_file, tmp_path):
     stats = CorpusStats()
-    model = train_sentencepiece(corpus_file, str(tmp_path / "out" / "v"), vocab_size=400, num_threads=1, stats=stats)
+    model = train_sentencepiece(
+        corpus_file, str(tmp_path / "out" / "v"), vocab_size=400, num_threads=1, stats=stats
+    )
     assert model == str(tmp_path / "out" / "v.model")
     assert sorted(os.listdir(tmp_path / "out")) == ["v.model", "v.vocab"]  # no temp files left
     assert stats.documents > 100 and stats.skipped_lines == 0
@@ -32,11 +35,21 @@ def test_train_sentencepiece_albert_layout(corpus_file, tmp_path):
 
 
 def test_train_from_documents_iterable_and_errors(tmp_path):
-    documents = [["The quick brown fox jumps over the lazy dog.", "Pack my box with five dozen jugs."]] * 50
-    model = train_sentencepiece(iter(documents), str(tmp_path / "it"), vocab_size=60, user_defined_symbols=(),
-                                hard_vocab_limit=False, num_threads=1)
+    documents = [
+        ["The quick brown fox jumps over the lazy dog.", "Pack my box with five dozen jugs."]
+    ] * 50
+    model = train_sentencepiece(
+        iter(documents),
+        str(tmp_path / "it"),
+        vocab_size=60,
+        user_defined_symbols=(),
+        hard_vocab_limit=False,
+        num_threads=1,
+    )
     assert SentencePieceTokenizer(model).vocab()[5] not in ORIGINAL_USER_DEFINED_SYMBOLS
-    with pytest.raises(ValueError, match="vocab_size=10 must exceed the 13 special and user-defined pieces"):
+    with pytest.raises(
+        ValueError, match="vocab_size=10 must exceed the 13 special and user-defined pieces"
+    ):
         train_sentencepiece(iter(documents), str(tmp_path / "x"), vocab_size=10)
     with pytest.raises(FileNotFoundError, match="corpus file not found"):
         train_sentencepiece(str(tmp_path / "missing.txt"), str(tmp_path / "x"), vocab_size=100)
@@ -45,18 +58,31 @@ def test_train_from_documents_iterable_and_errors(tmp_path):
     with pytest.raises(ValueError, match="holds no text"):
         train_sentencepiece(iter([[" ", ""]]), str(tmp_path / "x"), vocab_size=100)
     with pytest.raises(ValueError, match="user_defined_symbols must not repeat the special pieces"):
-        train_sentencepiece(iter(documents), str(tmp_path / "x"), vocab_size=100, user_defined_symbols=["[CLS]"])
+        train_sentencepiece(
+            iter(documents), str(tmp_path / "x"), vocab_size=100, user_defined_symbols=["[CLS]"]
+        )
     assert not [f for f in os.listdir(tmp_path) if f.startswith("x")]
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("--vocab_size=8", "--vocab_size=8 must exceed the 5 special pieces plus 8 --user_defined_symbols"),
-    ("--character_coverage=1.5", "--character_coverage must be in (0, 1], got 1.5"),
-    ("--model_prefix=/tmp/x.model", "--model_prefix is a prefix"),
-])
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        (
+            "--vocab_size=8",
+            "--vocab_size=8 must exceed the 5 special pieces plus 8 --user_defined_symbols",
+        ),
+        ("--character_coverage=1.5", "--character_coverage must be in (0, 1], got 1.5"),
+        ("--model_prefix=/tmp/x.model", "--model_prefix is a prefix"),
+    ],
+)
 def test_script_validates_flags_before_any_work(flag, message, tmp_path):
-    args = [sys.executable, os.path.join(REPO, "scripts", "train_tokenizer.py"), "--input=/nonexistent",
-            f"--model_prefix={tmp_path / 'v'}", flag]
+    args = [
+        sys.executable,
+        os.path.join(REPO, "scripts", "train_tokenizer.py"),
+        "--input=/nonexistent",
+        f"--model_prefix={tmp_path / 'v'}",
+        flag,
+    ]
     result = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=REPO)
     assert result.returncode != 0
     assert message in result.stderr

@@ -1,6 +1,7 @@
 """Distribution: MirroredStrategy over 2 logical CPUs == one device; MultiWorkerMirroredStrategy with
 2 worker processes; --strategy=tpu without a TPU fails clearly. Every run is a subprocess (logical
 devices and collectives must be set up before TensorFlow starts)."""
+
 import json
 import os
 import socket
@@ -8,7 +9,6 @@ import subprocess
 import sys
 
 import numpy as np
-
 from train_support import REPO, checkpoint_values, max_difference, run_script, tiny_flags
 
 STEPS = 4
@@ -17,20 +17,28 @@ STEPS = 4
 def test_mirrored_two_cpus_equals_one_device(records, tmp_path):
     # clip_norm far below the gradient norm: the clip is active at every step, so a per-replica
     # clip (before the all-reduce) would give different weights.
-    common = dict(num_train_steps=STEPS, num_warmup_steps=1, clip_norm=0.05, save_checkpoints_steps=STEPS)
+    common = dict(
+        num_train_steps=STEPS, num_warmup_steps=1, clip_norm=0.05, save_checkpoints_steps=STEPS
+    )
     runs = {
         "one_device": tiny_flags(records, str(tmp_path / "one"), strategy="one_device", **common),
-        "mirrored": tiny_flags(records, str(tmp_path / "mirrored"), strategy="mirrored", logical_cpus=2,
-                               **common),
+        "mirrored": tiny_flags(
+            records, str(tmp_path / "mirrored"), strategy="mirrored", logical_cpus=2, **common
+        ),
     }
-    processes = {name: run_script(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                 for name, args in runs.items()}
+    processes = {
+        name: run_script(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for name, args in runs.items()
+    }
     logs = {name: p.communicate(timeout=300)[1] for name, p in processes.items()}
     for name, p in processes.items():
         assert p.returncode == 0, logs[name][-3000:]
     assert "MirroredStrategy: 2 replica(s) in sync" in logs["mirrored"]
-    norms = [float(line.split("grad_norm ")[1].split()[0]) for line in logs["mirrored"].splitlines()
-             if "grad_norm " in line]
+    norms = [
+        float(line.split("grad_norm ")[1].split()[0])
+        for line in logs["mirrored"].splitlines()
+        if "grad_norm " in line
+    ]
     assert norms and min(norms) > 0.05  # clipping was active
     one = checkpoint_values(str(tmp_path / "one" / "checkpoints" / f"ckpt-{STEPS}"))
     two = checkpoint_values(str(tmp_path / "mirrored" / "checkpoints" / f"ckpt-{STEPS}"))
@@ -60,20 +68,51 @@ def _free_ports(count):
 def test_multi_worker_two_processes(records, tmp_path):
     out = str(tmp_path / "run")
     temp_dirs = [tmp_path / f"tmp{i}" for i in range(2)]
-    params = dict(input_file=records["train"], output_dir=out, albert_config_file=records["config"],
-                  max_seq_length=32, max_predictions_per_seq=5, train_batch_size=8, eval_batch_size=8,
-                  learning_rate=0.01, num_train_steps=STEPS, num_warmup_steps=1, save_checkpoints_steps=2,
-                  steps_per_loop=2, eval_input_files=records["eval"], export=False, strategy="multi_worker")
+    params = dict(
+        input_file=records["train"],
+        output_dir=out,
+        albert_config_file=records["config"],
+        max_seq_length=32,
+        max_predictions_per_seq=5,
+        train_batch_size=8,
+        eval_batch_size=8,
+        learning_rate=0.01,
+        num_train_steps=STEPS,
+        num_warmup_steps=1,
+        save_checkpoints_steps=2,
+        steps_per_loop=2,
+        eval_input_files=records["eval"],
+        export=False,
+        strategy="multi_worker",
+    )
     cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
     processes = []
     for index in range(2):
         temp_dirs[index].mkdir()
-        env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO,
-                   TMPDIR=str(temp_dirs[index]),
-                   TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        processes.append(subprocess.Popen(
-            [sys.executable, "-c", _WORKER, json.dumps(params), str(tmp_path / f"worker{index}.npz")],
-            env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        env = dict(
+            os.environ,
+            KERAS_BACKEND="tensorflow",
+            TF_CPP_MIN_LOG_LEVEL="2",
+            PYTHONPATH=REPO,
+            TMPDIR=str(temp_dirs[index]),
+            TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+        )
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _WORKER,
+                    json.dumps(params),
+                    str(tmp_path / f"worker{index}.npz"),
+                ],
+                env=env,
+                cwd=REPO,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     logs = [p.communicate(timeout=300)[1] for p in processes]
     for p, log in zip(processes, logs):
         assert p.returncode == 0, log[-3000:]
@@ -84,8 +123,9 @@ def test_multi_worker_two_processes(records, tmp_path):
     # and the other worker's temporary checkpoint directory is gone.
     for name in ("train", "eval"):
         assert len(os.listdir(os.path.join(out, "summaries", name))) == 1
-    assert sorted(f for f in os.listdir(os.path.join(out, "checkpoints")) if f.endswith(".index")) == [
-        "ckpt-2.index", "ckpt-4.index"]
+    assert sorted(
+        f for f in os.listdir(os.path.join(out, "checkpoints")) if f.endswith(".index")
+    ) == ["ckpt-2.index", "ckpt-4.index"]
     assert not [d for d in os.listdir(temp_dirs[1]) if d.startswith("albert_tf_worker_ckpt_")]
     with open(os.path.join(out, "eval_results.json")) as f:
         assert json.load(f)["global_step"] == STEPS

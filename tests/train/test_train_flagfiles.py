@@ -1,5 +1,6 @@
 """Every committed flagfile parses with its script's flags and passes the script's validation,
 and the demo's data shapes match the tiny recipe (a mismatch fails only after minutes of work)."""
+
 import glob
 import json
 import os
@@ -37,10 +38,20 @@ _CHECK = textwrap.dedent("""
 
 
 def _check(script, extra, paths):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3",
-               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    result = subprocess.run([sys.executable, "-c", _CHECK, script, json.dumps(extra)] + paths,
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ,
+        KERAS_BACKEND="tensorflow",
+        TF_CPP_MIN_LOG_LEVEL="3",
+        PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", _CHECK, script, json.dumps(extra)] + paths,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -50,8 +61,11 @@ def test_pretraining_flagfiles_are_valid(tmp_path):
     records.write_bytes(b"")
     paths = sorted(glob.glob(os.path.join(REPO, "flags", "pretrain_*.flags")))
     assert len(paths) == 5
-    parsed = _check("scripts/run_pretraining.py",
-                    [f"--input_file={records}", f"--output_dir={tmp_path / 'out'}"], paths)
+    parsed = _check(
+        "scripts/run_pretraining.py",
+        [f"--input_file={records}", f"--output_dir={tmp_path / 'out'}"],
+        paths,
+    )
     base = parsed[os.path.join(REPO, "flags", "pretrain_albert_base_v2.flags")]
     assert base == {"max_seq_length": 512, "learning_rate": 0.00176}  # the paper's recipe
 
@@ -59,29 +73,47 @@ def test_pretraining_flagfiles_are_valid(tmp_path):
 def test_glue_flagfiles_are_valid(tmp_path):
     paths = sorted(glob.glob(os.path.join(REPO, "flags", "glue_*.flags")))
     assert len(paths) == 10
-    parsed = _check("scripts/run_classifier.py",
-                    ["--init_checkpoint=pretrained", f"--data_dir={tmp_path}",
-                     f"--output_dir={tmp_path / 'out'}"], paths)
+    parsed = _check(
+        "scripts/run_classifier.py",
+        [
+            "--init_checkpoint=pretrained",
+            f"--data_dir={tmp_path}",
+            f"--output_dir={tmp_path / 'out'}",
+        ],
+        paths,
+    )
     assert all(values["learning_rate"] > 0 for values in parsed.values())
 
 
 def test_squad_and_race_flagfiles_are_valid(tmp_path):
     squad = sorted(glob.glob(os.path.join(REPO, "flags", "squad_*.flags")))
     assert len(squad) == 2
-    parsed = _check("scripts/run_squad.py", ["--init_checkpoint=pretrained",
-                                             f"--output_dir={tmp_path / 'out'}"], squad)
+    parsed = _check(
+        "scripts/run_squad.py",
+        ["--init_checkpoint=pretrained", f"--output_dir={tmp_path / 'out'}"],
+        squad,
+    )
     assert parsed[os.path.join(REPO, "flags", "squad_v1.flags")] == {
-        "max_seq_length": 384, "learning_rate": 5e-5}  # Table 14
-    parsed = _check("scripts/run_race.py", ["--init_checkpoint=pretrained",
-                                            f"--data_dir={tmp_path}",
-                                            f"--output_dir={tmp_path / 'out'}"],
-                    [os.path.join(REPO, "flags", "race.flags")])
+        "max_seq_length": 384,
+        "learning_rate": 5e-5,
+    }  # Table 14
+    parsed = _check(
+        "scripts/run_race.py",
+        [
+            "--init_checkpoint=pretrained",
+            f"--data_dir={tmp_path}",
+            f"--output_dir={tmp_path / 'out'}",
+        ],
+        [os.path.join(REPO, "flags", "race.flags")],
+    )
     assert list(parsed.values()) == [{"max_seq_length": 512, "learning_rate": 2e-5}]
 
 
 def test_demo_data_matches_the_tiny_recipe():
     with open(os.path.join(REPO, "flags", "pretrain_tiny_cpu.flags")) as f:
-        recipe = dict(re.findall(r"^--(max_seq_length|max_predictions_per_seq)=(\d+)$", f.read(), re.M))
+        recipe = dict(
+            re.findall(r"^--(max_seq_length|max_predictions_per_seq)=(\d+)$", f.read(), re.M)
+        )
     with open(os.path.join(REPO, "scripts", "demo.sh")) as f:
         demo = f.read()
     assert recipe.keys() == {"max_seq_length", "max_predictions_per_seq"}

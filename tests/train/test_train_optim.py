@@ -1,4 +1,5 @@
 """LAMB / AdamW against an independent NumPy transcription of the original update, and the schedule."""
+
 import keras
 import numpy as np
 import pytest
@@ -11,11 +12,13 @@ EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 
 def _excluded(name):
     import re
+
     return any(re.search(p, name) for p in EXCLUDE)
 
 
-def numpy_original(params, grads_per_step, lr, layer_adaptation, wd=0.01, b1=0.9, b2=0.999,
-                   eps=1e-6, stacked=None):
+def numpy_original(
+    params, grads_per_step, lr, layer_adaptation, wd=0.01, b1=0.9, b2=0.999, eps=1e-6, stacked=None
+):
     """The original lamb_optimizer.py / AdamWeightDecayOptimizer in float64 NumPy."""
     params = {k: v.astype(np.float64).copy() for k, v in params.items()}
     m = {k: np.zeros_like(v) for k, v in params.items()}
@@ -50,7 +53,7 @@ def _problem(seed=0):
         "dense/kernel": rng.normal(size=(4, 3)).astype(np.float32),
         "dense/bias": rng.normal(size=(3,)).astype(np.float32),
         "LayerNorm/gamma": (1 + 0.1 * rng.normal(size=(3,))).astype(np.float32),
-        "zero_init/kernel": np.zeros((3, 2), np.float32),        # ||w|| = 0 -> ratio 1
+        "zero_init/kernel": np.zeros((3, 2), np.float32),  # ||w|| = 0 -> ratio 1
         "stacked/kernel": rng.normal(size=(2, 3, 3)).astype(np.float32),
     }
     steps = []
@@ -69,14 +72,20 @@ def test_matches_numpy_original(cls, adapt):
     lr = 0.01
     kwargs = dict(stacked_axes={"stacked": 1}) if cls is Lamb else {}
     # Paths are "<variable name>", so the exclusion must match the same strings as the reference.
-    opt = cls(learning_rate=lr, exclude_from_weight_decay=("LayerNorm", "layer_norm", "bias"), **kwargs)
+    opt = cls(
+        learning_rate=lr, exclude_from_weight_decay=("LayerNorm", "layer_norm", "bias"), **kwargs
+    )
     names = list(params)
     var_list = [variables[n] for n in names]
     for grads in steps:
         opt.apply([tf.constant(grads[n]) for n in names], var_list)
-    expected = numpy_original(params, steps, lr, adapt, stacked={"stacked/kernel"} if adapt else None)
+    expected = numpy_original(
+        params, steps, lr, adapt, stacked={"stacked/kernel"} if adapt else None
+    )
     for n in names:
-        np.testing.assert_allclose(variables[n].numpy(), expected[n], atol=1e-6, rtol=1e-6, err_msg=n)
+        np.testing.assert_allclose(
+            variables[n].numpy(), expected[n], atol=1e-6, rtol=1e-6, err_msg=n
+        )
     # The excluded variable really skipped decay and adaptation; the zero-norm one still moved.
     assert not opt.uses_weight_decay(variables["LayerNorm/gamma"])
     assert opt.uses_weight_decay(variables["dense/kernel"])
@@ -90,11 +99,16 @@ def test_default_exclusions_match_keras_layer_norm_and_bias():
     dense.build((None, 4))
     opt = Lamb(learning_rate=0.1)
     opt.build(layer_norm.trainable_variables + dense.trainable_variables)
-    decided = {v.path: (opt.uses_weight_decay(v), opt.uses_layer_adaptation(v))
-               for v in layer_norm.trainable_variables + dense.trainable_variables}
-    assert decided == {"attention_output_norm/gamma": (False, False),
-                       "attention_output_norm/beta": (False, False),
-                       "dense/kernel": (True, True), "dense/bias": (False, False)}
+    decided = {
+        v.path: (opt.uses_weight_decay(v), opt.uses_layer_adaptation(v))
+        for v in layer_norm.trainable_variables + dense.trainable_variables
+    }
+    assert decided == {
+        "attention_output_norm/gamma": (False, False),
+        "attention_output_norm/beta": (False, False),
+        "dense/kernel": (True, True),
+        "dense/bias": (False, False),
+    }
 
 
 def test_optimizer_errors_and_config_round_trip():
@@ -113,8 +127,9 @@ def test_optimizer_errors_and_config_round_trip():
 
 def test_schedule_matches_original_formula():
     init, total, warm, start, power = 1e-3, 50, 10, 5, 2.0
-    schedule = WarmupPolynomialDecay(init, decay_steps=total, warmup_steps=warm,
-                                     start_warmup_step=start, power=power)
+    schedule = WarmupPolynomialDecay(
+        init, decay_steps=total, warmup_steps=warm, start_warmup_step=start, power=power
+    )
     for t in range(0, 70):
         decayed = init * (1 - min(t, total) / total) ** power
         s = t - start

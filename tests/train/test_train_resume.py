@@ -1,5 +1,6 @@
 """Exact resume: SIGTERM saves and exits; SIGKILL at any moment; the restarted run ends with the
 same weights as an uninterrupted one. Also the final eval_results.json and the export."""
+
 import json
 import os
 import signal
@@ -7,14 +8,20 @@ import subprocess
 
 import numpy as np
 import tensorflow as tf
-
-from albert_tf.train import runner
 from signal_support import run_until
 from train_support import PRED, SEQ, checkpoint_values, max_difference, run_script, tiny_flags
 
+from albert_tf.train import runner
+
 STEPS = 24
-COMMON = dict(num_train_steps=STEPS, num_warmup_steps=4, save_checkpoints_steps=4, steps_per_loop=1,
-              keep_checkpoint_max=20, jit_compile=False)
+COMMON = dict(
+    num_train_steps=STEPS,
+    num_warmup_steps=4,
+    save_checkpoints_steps=4,
+    steps_per_loop=1,
+    keep_checkpoint_max=20,
+    jit_compile=False,
+)
 
 
 def _run_until(args, line_marker, sig):
@@ -36,7 +43,9 @@ def test_sigterm_then_sigkill_then_resume_equals_uninterrupted(records, tmp_path
     assert code == 143, log[-3000:]
     assert "preempted: saved checkpoint" in log
     preempted_at = _latest_step(out)
-    assert 6 <= preempted_at < STEPS, preempted_at  # saved at the preemption, not only every 4 steps
+    assert 6 <= preempted_at < STEPS, (
+        preempted_at
+    )  # saved at the preemption, not only every 4 steps
 
     code, log = _run_until(args, f"step {preempted_at + 7}/{STEPS}", signal.SIGKILL)
     assert code == -signal.SIGKILL, log[-3000:]
@@ -51,9 +60,18 @@ def test_sigterm_then_sigkill_then_resume_equals_uninterrupted(records, tmp_path
 
     reference = str(tmp_path / "uninterrupted")
     params = runner.PretrainingParams(
-        input_file=records["train"], output_dir=reference, albert_config_file=records["config"],
-        max_seq_length=SEQ, max_predictions_per_seq=PRED, train_batch_size=8, eval_batch_size=8,
-        learning_rate=0.01, eval_input_files=records["eval"], export=True, **COMMON)
+        input_file=records["train"],
+        output_dir=reference,
+        albert_config_file=records["config"],
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED,
+        train_batch_size=8,
+        eval_batch_size=8,
+        learning_rate=0.01,
+        eval_input_files=records["eval"],
+        export=True,
+        **COMMON,
+    )
     result = runner.run_pretraining(params)
     assert result["global_step"] == STEPS
     resumed = checkpoint_values(os.path.join(out, "checkpoints", f"ckpt-{STEPS}"))
@@ -73,5 +91,7 @@ def test_sigterm_then_sigkill_then_resume_equals_uninterrupted(records, tmp_path
     exported = albert_tf.load(result["export"])
     final = {v.path: v.numpy() for v in result["model"].variables}
     assert all(np.array_equal(v.numpy(), final[v.path]) for v in exported.variables)
-    events = tf.io.gfile.glob(os.path.join(reference, "summaries", "train", "events.out.tfevents.*"))
+    events = tf.io.gfile.glob(
+        os.path.join(reference, "summaries", "train", "events.out.tfevents.*")
+    )
     assert len(events) == 1

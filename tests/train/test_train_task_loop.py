@@ -1,16 +1,17 @@
 """The pretraining task's loss against NumPy, flag validation, warm start, NaN handling (in process)."""
+
 import os
 import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from train_support import PRED, SEQ, checkpoint_values
 
 from albert_tf.config import AlbertConfig
 from albert_tf.train import runner
 from albert_tf.train.task import PretrainingTask
 from albert_tf.train.warm_start import copy_weights, warm_start
-from train_support import PRED, SEQ, checkpoint_values
 
 
 def _log_softmax(x):
@@ -24,8 +25,12 @@ def test_loss_and_metrics_match_numpy(records):
     batch = next(iter(task.dataset(records["eval"], 8, is_training=False)))
     totals = task.normalizers(batch)
     loss, stats = task.loss_and_statistics(model, batch, totals, training=False)
-    outputs = model({k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
-                                           "masked_lm_positions")})
+    outputs = model(
+        {
+            k: batch[k]
+            for k in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+        }
+    )
     mlm = _log_softmax(outputs["mlm_logits"].numpy().astype(np.float64))
     ids, weights = batch["masked_lm_ids"].numpy(), batch["masked_lm_weights"].numpy()
     nll = -np.take_along_axis(mlm, ids[..., None], -1)[..., 0]
@@ -51,35 +56,63 @@ def test_lamb_exclusions_on_the_pretrainer(records):
     for v in model.trainable_variables:
         leaf = v.path.rsplit("/", 1)[1]
         is_norm_or_bias = leaf in ("gamma", "beta", "bias") or leaf.endswith(
-            ("_bias", "layer_norm_gamma", "layer_norm_beta"))
+            ("_bias", "layer_norm_gamma", "layer_norm_beta")
+        )
         assert optimizer.uses_weight_decay(v) == (not is_norm_or_bias), v.path
         assert optimizer.uses_layer_adaptation(v) == (not is_norm_or_bias), v.path
-    stacked = {v.path for v in model.trainable_variables
-               if optimizer._leading_axes.get(optimizer._var_key(v)) == 2}
+    stacked = {
+        v.path
+        for v in model.trainable_variables
+        if optimizer._leading_axes.get(optimizer._var_key(v)) == 2
+    }
     assert stacked == {v.path for v in model.trainable_variables if "/encoder/" in v.path}
 
 
 def _params(records, output_dir, **overrides):
-    values = dict(input_file=records["train"], output_dir=output_dir, albert_config_file=records["config"],
-                  max_seq_length=SEQ, max_predictions_per_seq=PRED, train_batch_size=8, eval_batch_size=8,
-                  learning_rate=0.01, num_train_steps=4, num_warmup_steps=0, save_checkpoints_steps=2,
-                  steps_per_loop=2, export=False, jit_compile=False)
+    values = dict(
+        input_file=records["train"],
+        output_dir=output_dir,
+        albert_config_file=records["config"],
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED,
+        train_batch_size=8,
+        eval_batch_size=8,
+        learning_rate=0.01,
+        num_train_steps=4,
+        num_warmup_steps=0,
+        save_checkpoints_steps=2,
+        steps_per_loop=2,
+        export=False,
+        jit_compile=False,
+    )
     values.update(overrides)
     return runner.PretrainingParams(**values)
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (dict(preset="albert_tiny"), "exactly one of --albert_config_file and --preset"),
-    (dict(albert_config_file=None, preset="albert_huge"), "--preset='albert_huge' is not one of"),
-    (dict(input_file="/nonexistent/*.tfrecord"), "--input_file: no file matches '/nonexistent/*.tfrecord'"),
-    (dict(eval_input_files="/nope.tfrecord"), "--eval_input_files: no file matches"),
-    (dict(train_batch_size=0), "--train_batch_size must be >= 1"),
-    (dict(optimizer="sgd"), "--optimizer='sgd' is not one of lamb, adamw"),
-    (dict(max_predictions_per_seq=40), "--max_predictions_per_seq (40) exceeds --max_seq_length (32)"),
-    (dict(dynamic_masking=True), "--dynamic_masking needs --spm_model_file"),
-    (dict(logical_cpus=2), "--logical_cpus applies to --strategy=mirrored only"),
-    (dict(init_checkpoint="/no/such/dir"), "--init_checkpoint='/no/such/dir': not found"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (dict(preset="albert_tiny"), "exactly one of --albert_config_file and --preset"),
+        (
+            dict(albert_config_file=None, preset="albert_huge"),
+            "--preset='albert_huge' is not one of",
+        ),
+        (
+            dict(input_file="/nonexistent/*.tfrecord"),
+            "--input_file: no file matches '/nonexistent/*.tfrecord'",
+        ),
+        (dict(eval_input_files="/nope.tfrecord"), "--eval_input_files: no file matches"),
+        (dict(train_batch_size=0), "--train_batch_size must be >= 1"),
+        (dict(optimizer="sgd"), "--optimizer='sgd' is not one of lamb, adamw"),
+        (
+            dict(max_predictions_per_seq=40),
+            "--max_predictions_per_seq (40) exceeds --max_seq_length (32)",
+        ),
+        (dict(dynamic_masking=True), "--dynamic_masking needs --spm_model_file"),
+        (dict(logical_cpus=2), "--logical_cpus applies to --strategy=mirrored only"),
+        (dict(init_checkpoint="/no/such/dir"), "--init_checkpoint='/no/such/dir': not found"),
+    ],
+)
 def test_invalid_flags_name_the_flag(records, tmp_path, overrides, message):
     with pytest.raises(runner.InvalidFlagError) as error:
         runner.validate_params(_params(records, str(tmp_path), **overrides))
@@ -89,15 +122,26 @@ def test_invalid_flags_name_the_flag(records, tmp_path, overrides, message):
 
 def test_batch_must_split_over_replicas(records, tmp_path):
     two_replicas = types.SimpleNamespace(num_replicas_in_sync=2)
-    with pytest.raises(runner.InvalidFlagError, match=r"--train_batch_size=7 is not divisible by the 2 "
-                                                      r"replicas of --strategy=mirrored"):
-        runner.check_batch_sizes(_params(records, str(tmp_path), train_batch_size=7, strategy="mirrored"),
-                                 two_replicas)
+    with pytest.raises(
+        runner.InvalidFlagError,
+        match=r"--train_batch_size=7 is not divisible by the 2 "
+        r"replicas of --strategy=mirrored",
+    ):
+        runner.check_batch_sizes(
+            _params(records, str(tmp_path), train_batch_size=7, strategy="mirrored"), two_replicas
+        )
 
 
 def test_nonfinite_loss_stops_and_keeps_last_good_checkpoint(records, tmp_path):
-    params = _params(records, str(tmp_path), learning_rate=1e30, num_train_steps=6,
-                     save_checkpoints_steps=1, steps_per_loop=1, clip_norm=0.0)
+    params = _params(
+        records,
+        str(tmp_path),
+        learning_rate=1e30,
+        num_train_steps=6,
+        save_checkpoints_steps=1,
+        steps_per_loop=1,
+        clip_norm=0.0,
+    )
     with pytest.raises(runner.NonFiniteLossError, match=r"NaN or Inf at step \d+") as error:
         runner.run_pretraining(params)
     latest = tf.train.latest_checkpoint(os.path.join(tmp_path, "checkpoints"))
@@ -147,8 +191,9 @@ def test_run_resume_warm_start_from_training_checkpoint(records, tmp_path):
 def test_mixed_bfloat16_run(records, tmp_path):
     import keras
 
-    result = runner.run_pretraining(_params(records, str(tmp_path), precision="mixed_bfloat16",
-                                            num_train_steps=2))
+    result = runner.run_pretraining(
+        _params(records, str(tmp_path), precision="mixed_bfloat16", num_train_steps=2)
+    )
     model = result["model"]
     assert model.dtype_policy.name == "mixed_bfloat16"
     assert all(v.dtype == "float32" for v in model.trainable_variables)

@@ -4,6 +4,7 @@ The records follow the pretraining schema (albert_tf/data/schema.py names) but a
 the tests need neither a tokenizer nor the data helper's instance creation: segment A counts up
 from a random start, segment B continues the count, and SOP swaps them for label 1.
 """
+
 import os
 import subprocess
 import sys
@@ -32,35 +33,69 @@ def write_records(path, count, seed, seq=SEQ, pred=PRED, vocab=VOCAB):
             tokens = [2] + first + [3] + second + [3]
             segments = [0] * (len(first) + 2) + [1] * (len(second) + 1)
             candidates = [i for i, t in enumerate(tokens) if t > 4]
-            positions = sorted(int(p) for p in rng.choice(
-                candidates, size=min(pred, max(1, len(tokens) // 7)), replace=False))
+            positions = sorted(
+                int(p)
+                for p in rng.choice(
+                    candidates, size=min(pred, max(1, len(tokens) // 7)), replace=False
+                )
+            )
             ids = [tokens[p] for p in positions]
             for p in positions:
                 tokens[p] = 4
-            writer.write(schema.encode_instance(tokens, segments, [1] * len(tokens), label, seq, pred,
-                                                masked_lm_positions=positions, masked_lm_ids=ids))
+            writer.write(
+                schema.encode_instance(
+                    tokens,
+                    segments,
+                    [1] * len(tokens),
+                    label,
+                    seq,
+                    pred,
+                    masked_lm_positions=positions,
+                    masked_lm_ids=ids,
+                )
+            )
     return path
 
 
 def tiny_flags(records, output_dir, **overrides):
     """Command-line flags of scripts/run_pretraining.py for the tiny test run."""
-    values = dict(albert_config_file=records["config"], input_file=records["train"], output_dir=output_dir,
-                  max_seq_length=SEQ, max_predictions_per_seq=PRED, train_batch_size=8, eval_batch_size=8,
-                  learning_rate=0.01, num_train_steps=6, num_warmup_steps=2, save_checkpoints_steps=2,
-                  steps_per_loop=2, export=False)
+    values = dict(
+        albert_config_file=records["config"],
+        input_file=records["train"],
+        output_dir=output_dir,
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED,
+        train_batch_size=8,
+        eval_batch_size=8,
+        learning_rate=0.01,
+        num_train_steps=6,
+        num_warmup_steps=2,
+        save_checkpoints_steps=2,
+        steps_per_loop=2,
+        export=False,
+    )
     values.update(overrides)
-    return [f"--{k}={v}" if not isinstance(v, bool) else (f"--{k}" if v else f"--no{k}")
-            for k, v in values.items()]
+    return [
+        f"--{k}={v}" if not isinstance(v, bool) else (f"--{k}" if v else f"--no{k}")
+        for k, v in values.items()
+    ]
 
 
 def run_script(args, env=None, timeout=240, **popen):
     """Runs scripts/run_pretraining.py in a fresh process."""
-    full_env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2",
-                    PYTHONPATH=REPO, **(env or {}))
+    full_env = dict(
+        os.environ,
+        KERAS_BACKEND="tensorflow",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        PYTHONPATH=REPO,
+        **(env or {}),
+    )
     command = [sys.executable, os.path.join(REPO, "scripts", "run_pretraining.py"), *args]
     if popen:
         return subprocess.Popen(command, env=full_env, cwd=REPO, **popen)
-    return subprocess.run(command, env=full_env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        command, env=full_env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def checkpoint_values(prefix):
@@ -68,11 +103,16 @@ def checkpoint_values(prefix):
     import tensorflow as tf
 
     reader = tf.train.load_checkpoint(prefix)
-    return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
-            if "/.ATTRIBUTES/VARIABLE_VALUE" in k and "save_counter" not in k}
+    return {
+        k: reader.get_tensor(k)
+        for k in reader.get_variable_to_shape_map()
+        if "/.ATTRIBUTES/VARIABLE_VALUE" in k and "save_counter" not in k
+    }
 
 
 def max_difference(a, b):
     assert sorted(a) == sorted(b)
-    return max(float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(b[k], np.float64))))
-               for k in a)
+    return max(
+        float(np.max(np.abs(np.asarray(a[k], np.float64) - np.asarray(b[k], np.float64))))
+        for k in a
+    )

@@ -42,8 +42,8 @@ _EXPORTS = {
     "AlbertPretrainer": "albert_tf.models.pretrainer",
     "AlbertClassifier": "albert_tf.models.classifier",
     "AlbertPreprocessor": "albert_tf.models.preprocessor",
-    "load": "albert_tf.models.io",
-    "save": "albert_tf.models.io",
+    "load": "albert_tf.models.model_dir",
+    "save": "albert_tf.models.model_dir",
 }
 
 

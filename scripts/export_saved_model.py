@@ -75,17 +75,17 @@ def _export_finetuned(write_warmup):
 
 def _export_backbone(write_warmup):
     from albert_tf.export.saved_model import export_backbone
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    spm = FLAGS.spm_model_file or io.spm_model_path(FLAGS.pretrained_dir)
+    spm = FLAGS.spm_model_file or model_dir.spm_model_path(FLAGS.pretrained_dir)
     if spm is None:
         cli.fail("--spm_model_file is required: the pretrained dir has no spm.model")
     preprocessor = AlbertPreprocessor(
         spm, lower_case=FLAGS.do_lower_case, seq_length=FLAGS.max_seq_length or 128
     )
     return export_backbone(
-        io.load_backbone(FLAGS.pretrained_dir),
+        model_dir.load_backbone(FLAGS.pretrained_dir),
         preprocessor,
         FLAGS.export_dir,
         pair=FLAGS.pair,

@@ -8,7 +8,7 @@ Fine-tuned heads (`AlbertClassifier`, `AlbertTokenClassifier`, `AlbertQuestionAn
 `AlbertMultipleChoice`) convert between a Hugging Face AlbertForSequenceClassification /
 AlbertForTokenClassification / AlbertForQuestionAnswering / AlbertForMultipleChoice directory and
 an albert_tf head directory: `model.keras` (the whole model, as the fine-tuning runner saves it)
-beside the backbone directory that `albert_tf.models.io.save` writes (config.json,
+beside the backbone directory that `albert_tf.models.model_dir.save` writes (config.json,
 backbone.weights.h5, optionally spm.model), so `AlbertClassifier.from_pretrained(directory)` can
 also start from it. Fine-tuned SQuAD heads (`AlbertQuestionAnswerer`, `AlbertSquadV2Model`) also
 convert to and from the original's TF1 checkpoints (run_squad_v1.py / run_squad_v2.py).
@@ -22,7 +22,7 @@ from absl import logging
 
 SOURCE_FORMATS = ("original", "huggingface", "albert_tf")
 TARGET_FORMATS = ("albert_tf", "huggingface", "original")
-HEAD_MODEL_FILE = "model.keras"  # = albert_tf.models.io.HEAD_MODEL_FILE, the name the
+HEAD_MODEL_FILE = "model.keras"  # = albert_tf.models.model_dir.HEAD_MODEL_FILE, the name the
 # fine-tuning runner saves too (kept here: this module imports without TensorFlow)
 
 
@@ -68,10 +68,10 @@ def load_head_model(path):
 
 def save_head_model(model, directory, spm_model_file=None):
     """Writes a head model as `directory/model.keras` plus its backbone directory, as one
-    directory written whole (`io.save`)."""
-    from albert_tf.models import io
+    directory written whole (`model_dir.save`)."""
+    from albert_tf.models import model_dir
 
-    io.save(
+    model_dir.save(
         model.backbone,
         directory,
         spm_model_file=spm_model_file,
@@ -141,9 +141,9 @@ def read_model(source_format, path, config_file=None, ignore_variables=()):
             raise ValueError("ignore_variables applies to original and huggingface sources only")
         if head_model_file(path) is not None:
             return load_head_model(path)
-        from albert_tf.models import io
+        from albert_tf.models import model_dir
 
-        return io.load(path)
+        return model_dir.load(path)
     raise ValueError(f"Unknown source format {source_format!r}; expected one of {SOURCE_FORMATS}")
 
 
@@ -175,9 +175,9 @@ def write_model(model, target_format, output_dir, spm_model_file=None):
                 f"albert_tf or huggingface"
             )
     elif target_format == "albert_tf":
-        from albert_tf.models import io
+        from albert_tf.models import model_dir
 
-        io.save(model, output_dir, spm_model_file=spm_model_file)
+        model_dir.save(model, output_dir, spm_model_file=spm_model_file)
     elif target_format == "huggingface":
         to_huggingface(model, output_dir)
     else:

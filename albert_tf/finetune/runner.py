@@ -59,7 +59,7 @@ RUN_FILE = "run.json"
 # ----------------------------------------------------------------------------- set-up checks
 def _pretrained_directory(path):
     """`path` if it is a model directory; a one-line error for run directories and the like."""
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
 
     if not tf.io.gfile.isdir(path):
         raise InvalidFlagError(
@@ -68,7 +68,7 @@ def _pretrained_directory(path):
         )
     present = set(tf.io.gfile.listdir(path))
     present = {name.rstrip("/") for name in present}
-    if io.CONFIG_FILE in present:
+    if model_dir.CONFIG_FILE in present:
         return path
     if "export" in present and ("checkpoints" in present or "albert_config.json" in present):
         raise InvalidFlagError(
@@ -82,7 +82,7 @@ def _pretrained_directory(path):
             "start from a pretrained model directory (config.json + weights)"
         )
     raise InvalidFlagError(
-        f"--init_checkpoint={path} has no {io.CONFIG_FILE} (found "
+        f"--init_checkpoint={path} has no {model_dir.CONFIG_FILE} (found "
         f"{', '.join(sorted(present)) or 'nothing'}); expected a directory "
         "written by albert_tf.save or scripts/convert_checkpoint.py"
     )
@@ -94,11 +94,11 @@ def resolve_vocabulary(params, config):
     `vocab_size`; when the model directory holds its own spm.model and another file is given,
     the special ids must agree (a different piece table is logged as a warning).
     """
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
     from albert_tf.text.tokenizer import VocabularyError
     from albert_tf.text.vocab_check import check_vocabulary_matches
 
-    own = io.spm_model_path(params.init_checkpoint) if params.init_checkpoint else None
+    own = model_dir.spm_model_path(params.init_checkpoint) if params.init_checkpoint else None
     path = params.spm_model_file or own
     if path is None:
         raise InvalidFlagError(
@@ -121,12 +121,12 @@ def resolve_vocabulary(params, config):
 
 def _load_config(params):
     from albert_tf.config import AlbertConfig, list_presets
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
 
     if params.init_checkpoint:
         directory = _pretrained_directory(params.init_checkpoint)
         try:
-            return AlbertConfig.from_json_file(f"{directory.rstrip('/')}/{io.CONFIG_FILE}")
+            return AlbertConfig.from_json_file(f"{directory.rstrip('/')}/{model_dir.CONFIG_FILE}")
         except (ValueError, KeyError, TypeError) as e:
             raise InvalidFlagError(f"--init_checkpoint={directory}: {e}") from None
     if params.preset not in list_presets():

@@ -22,7 +22,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.models import io
+from albert_tf.models import model_dir
 from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
 from albert_tf.optim.optimizers import AdamWeightDecay
 from albert_tf.optim.schedules import WarmupPolynomialDecay
@@ -72,7 +72,7 @@ def load_backbone(
 ):
     """The backbone saved in `directory`, optionally with other dropout rates (Table 14's
     "ALBERT DR" column: 0.1 for QQP, RTE, WNLI, RACE)."""
-    backbone = io.load_backbone(directory, dtype=dtype)
+    backbone = model_dir.load_backbone(directory, dtype=dtype)
     overrides = {
         k: v
         for k, v in (
@@ -177,7 +177,7 @@ class AlbertHeadModel(keras.Model):
         dtype=None,
         **kwargs,
     ):
-        """A model on the backbone saved in `directory` (by `albert_tf.models.io.save`).
+        """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`).
 
         `hidden_dropout_prob` / `attention_probs_dropout_prob` override the backbone config's
         dropout (the paper's "ALBERT DR" column of Table 14).

@@ -94,7 +94,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
         dtype=None,
         **kwargs,
     ):
-        """A model on the backbone saved in `directory` (by `albert_tf.models.io.save`), with
+        """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`), with
         optional backbone dropout overrides (Table 14's "ALBERT DR": 0.1 for RACE)."""
         kwargs.pop("num_classes", None)
         kwargs.pop("labels", None)

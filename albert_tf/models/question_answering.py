@@ -100,7 +100,7 @@ class _SquadModel(AlbertHeadModel):
         dtype=None,
         **kwargs,
     ):
-        """A model on the backbone saved in `directory` (by `albert_tf.models.io.save`);
+        """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`);
         `kwargs` go to the constructor."""
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype

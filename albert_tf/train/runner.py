@@ -308,7 +308,7 @@ class _Runner:
         self.workers = strategy_lib.num_workers(strategy)
         self.config = load_config(params)
         if params.spm_model_file:  # before any work: a vocabulary of another model fails now
-            from albert_tf.models.io import spm_model_path
+            from albert_tf.models.model_dir import spm_model_path
             from albert_tf.text.vocab_check import check_vocabulary_matches
 
             own = spm_model_path(params.init_checkpoint) if params.init_checkpoint else None
@@ -566,10 +566,10 @@ class _Runner:
             if self.chief:
                 files.write_json(os.path.join(p.output_dir, "eval_results.json"), metrics)
         if p.export and self.chief:
-            from albert_tf.models import io
+            from albert_tf.models import model_dir
 
             export_dir = os.path.join(p.output_dir, "export")
-            io.save(self.model, export_dir, spm_model_file=p.spm_model_file)
+            model_dir.save(self.model, export_dir, spm_model_file=p.spm_model_file)
             logging.info("Exported the pretrained model to %s", export_dir)
             result["export"] = export_dir
         return result

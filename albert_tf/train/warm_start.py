@@ -1,7 +1,7 @@
 """Warm-starting a model from a saved ALBERT directory or an earlier training checkpoint.
 
 `--init_checkpoint` may name
-* a directory written by `albert_tf.save` / `albert_tf.models.io.save` (converted original or
+* a directory written by `albert_tf.save` / `albert_tf.models.model_dir.save` (converted original or
   Hugging Face weights included): it is loaded with `albert_tf.load`;
 * a training checkpoint of `run_pretraining` (a `ckpt-N` prefix, its directory, or the run's
   output directory): its model weights are read, the optimizer state is not (as the original,
@@ -20,7 +20,7 @@ group's weights:
 >>> import tempfile
 >>> import numpy as np
 >>> from albert_tf.config import AlbertConfig
->>> from albert_tf.models import io
+>>> from albert_tf.models import model_dir
 >>> from albert_tf.models.backbone import AlbertModel
 >>> from albert_tf.models.pretrainer import AlbertPretrainer
 >>> def build_model(config):
@@ -29,7 +29,7 @@ group's weights:
 >>> model = build_model(AlbertConfig.from_preset("albert_tiny", vocab_size=100,
 ...                                              num_hidden_groups=2))
 >>> with tempfile.TemporaryDirectory() as directory:
-...     io.save(shared, directory)
+...     model_dir.save(shared, directory)
 ...     copied = warm_start(model, directory, build_model, init_from_group0=True)
 >>> copied[:2]
 ['albert/encoder/attention/query_kernel', 'albert/encoder/attention/query_bias']
@@ -80,9 +80,9 @@ def load_source(path, build_model):
     prefix = _checkpoint_prefix(path)
     if prefix is None:
         if tf.io.gfile.isdir(path) and _find_config(path):
-            from albert_tf.models import io
+            from albert_tf.models import model_dir
 
-            return io.load(path)
+            return model_dir.load(path)
         raise FileNotFoundError(
             f"--init_checkpoint={path!r}: neither a saved albert_tf model directory (with "
             "config.json) nor a training checkpoint (ckpt-N.index, or a directory holding one)"

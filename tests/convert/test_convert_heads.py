@@ -308,7 +308,7 @@ def test_export_needs_a_head_model_with_distinct_labels(tmp_path):
 
 def test_script_converts_heads_both_ways(fx, tmp_path):
     from albert_tf.convert.checkpoint import load_head_model
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
 
     albert_dir, hf_dir = str(tmp_path / "albert"), str(tmp_path / "hf")
     result = run_convert(
@@ -321,7 +321,7 @@ def test_script_converts_heads_both_ways(fx, tmp_path):
     assert type(model) is AlbertTokenClassifier and model.labels == CASES[TOKEN][1]
     _assert_logits(_logits(model, expected), expected)
     # The directory is also a backbone directory to fine-tune from.
-    backbone = io.load_backbone(albert_dir)
+    backbone = model_dir.load_backbone(albert_dir)
     np.testing.assert_allclose(
         backbone(fixture_inputs(expected))["sequence_output"].numpy(),
         expected["last_hidden_state"],

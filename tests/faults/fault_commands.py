@@ -49,17 +49,17 @@ def make_inputs(directory, corpus_file, spm_model_file):
 
     from albert_tf.config import AlbertConfig
     from albert_tf.convert.huggingface import to_huggingface
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.models.pretrainer import AlbertPretrainer
 
     config_file = directory / "albert_config.json"
     config_file.write_text(json.dumps(TINY_CONFIG))
     pretrained = AlbertPretrainer(AlbertModel(AlbertConfig.from_dict(dict(TINY_CONFIG))))
-    io.save(pretrained, str(directory / "pretrained"), spm_model_file=spm_model_file)
+    model_dir.save(pretrained, str(directory / "pretrained"), spm_model_file=spm_model_file)
     to_huggingface(pretrained, str(directory / "huggingface"))
     other = dict(TINY_CONFIG, hidden_size=48, intermediate_size=96)  # other shapes, no spm.model
-    io.save(AlbertPretrainer(AlbertModel(AlbertConfig.from_dict(other))), str(directory / "other"))
+    model_dir.save(AlbertPretrainer(AlbertModel(AlbertConfig.from_dict(other))), str(directory / "other"))
     records = [write_records(str(directory / f"train-{i}.tfrecord"), 64, seed=i) for i in (0, 1)]
     tsv, _ = write_tsv_splits(str(directory), corpus_file)
     return {

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.models import io
+from albert_tf.models import model_dir
 from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.preprocessor import AlbertPreprocessor
@@ -71,7 +71,7 @@ def test_from_pretrained_with_dropout_override(tmp_path, spm_model_file):
     from albert_tf.models.pretrainer import AlbertPretrainer
 
     backbone = AlbertModel(_small_config())
-    io.save(AlbertPretrainer(backbone), str(tmp_path / "pre"), spm_model_file=spm_model_file)
+    model_dir.save(AlbertPretrainer(backbone), str(tmp_path / "pre"), spm_model_file=spm_model_file)
     model = AlbertClassifier.from_pretrained(
         str(tmp_path / "pre"), labels=["x", "y", "z"], hidden_dropout_prob=0.1
     )

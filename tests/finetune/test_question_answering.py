@@ -9,7 +9,7 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.convert import names
 from albert_tf.convert.weights import export_weights
-from albert_tf.models import io
+from albert_tf.models import model_dir
 from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
 from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
 
@@ -204,7 +204,7 @@ def test_fixed_heads_take_no_classes():
 
 
 def test_from_pretrained(tmp_path):
-    io.save(AlbertModel(_config()), str(tmp_path))
+    model_dir.save(AlbertModel(_config()), str(tmp_path))
     v1 = AlbertQuestionAnswerer.from_pretrained(str(tmp_path))
     v2 = AlbertSquadV2Model.from_pretrained(
         str(tmp_path), start_n_top=2, end_n_top=4, hidden_dropout_prob=0.1

@@ -160,11 +160,11 @@ def test_vocabulary_must_match_the_model(conll_files, spm_model_file, tmp_path):
     import sentencepiece as spm
 
     from albert_tf.config import AlbertConfig
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
     from albert_tf.models.backbone import AlbertModel
 
     pretrained = tmp_path / "pretrained"
-    io.save(
+    model_dir.save(
         AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=1000)),
         str(pretrained),
         spm_model_file=spm_model_file,
@@ -198,13 +198,13 @@ def test_resolve_vocabulary_checks_special_ids(corpus_file, spm_model_file, tmp_
     from albert_tf.config import AlbertConfig
     from albert_tf.finetune.params import FinetuneParams
     from albert_tf.finetune.runner import resolve_vocabulary
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.settings import InvalidFlagError
 
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000)
     pretrained = str(tmp_path / "pretrained")
-    io.save(AlbertModel(config), pretrained, spm_model_file=spm_model_file)
+    model_dir.save(AlbertModel(config), pretrained, spm_model_file=spm_model_file)
     common = dict(
         input=corpus_file,
         vocab_size=1000,

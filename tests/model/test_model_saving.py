@@ -1,4 +1,4 @@
-"""tf.train.Checkpoint and io.save/load round trips, and input errors.
+"""tf.train.Checkpoint and model_dir.save/load round trips, and input errors.
 
 get_config / from_config and `.keras` save/load of every model are checked by
 tests/harness.py (tests/model/test_model_harness.py).
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.models import io
+from albert_tf.models import model_dir
 from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.pretrainer import AlbertPretrainer
 
@@ -63,19 +63,19 @@ def test_io_save_load_pretrainer(tiny_config, randomize, pretrain_inputs, tmp_pa
     )
     spm = pathlib.Path(spm_model_file)
     directory = str(tmp_path / "out" / "albert")
-    io.save(pretrainer, directory, spm_model_file=str(spm))
+    model_dir.save(pretrainer, directory, spm_model_file=str(spm))
     assert sorted(os.listdir(directory)) == ["config.json", "pretrainer.weights.h5", "spm.model"]
     assert sorted(os.listdir(tmp_path / "out")) == ["albert"]  # no staging leftovers
     with open(os.path.join(directory, "config.json")) as f:
         assert json.load(f)["hidden_act"] == "gelu"  # the original dialect
-    assert open(io.spm_model_path(directory), "rb").read() == spm.read_bytes()
-    loaded = io.load(directory)
+    assert open(model_dir.spm_model_path(directory), "rb").read() == spm.read_bytes()
+    loaded = model_dir.load(directory)
     assert (
         isinstance(loaded, AlbertPretrainer)
         and loaded.backbone.config == pretrainer.backbone.config
     )
     assert_same_outputs(loaded, pretrainer, pretrain_inputs)
-    backbone = io.load_backbone(directory, output_encoder_outputs=True)
+    backbone = model_dir.load_backbone(directory, output_encoder_outputs=True)
     out = backbone(pretrain_inputs)
     np.testing.assert_allclose(
         out["sequence_output"], pretrainer.backbone(pretrain_inputs)["sequence_output"], atol=1e-6
@@ -85,37 +85,37 @@ def test_io_save_load_pretrainer(tiny_config, randomize, pretrain_inputs, tmp_pa
 
 def test_io_backbone_only_and_existing_directory(pretrainer, pretrain_inputs, tmp_path, caplog):
     directory = tmp_path / "model_dir"
-    io.save(pretrainer, str(directory))
-    io.save(pretrainer.backbone, str(directory))  # replaces the directory whole
+    model_dir.save(pretrainer, str(directory))
+    model_dir.save(pretrainer.backbone, str(directory))  # replaces the directory whole
     assert sorted(os.listdir(directory)) == ["backbone.weights.h5", "config.json"]
-    assert io.spm_model_path(str(directory)) is None
+    assert model_dir.spm_model_path(str(directory)) is None
     with caplog.at_level(logging.WARNING):
-        loaded = io.load(str(directory))
+        loaded = model_dir.load(str(directory))
     assert "holds a backbone only" in caplog.text
     assert isinstance(loaded, AlbertPretrainer)
     assert_same_outputs(loaded.backbone, pretrainer.backbone, pretrain_inputs)
-    assert_same_outputs(io.load_backbone(str(directory)), pretrainer.backbone, pretrain_inputs)
+    assert_same_outputs(model_dir.load_backbone(str(directory)), pretrainer.backbone, pretrain_inputs)
 
 
 def test_io_errors(pretrainer, tmp_path):
     missing = str(tmp_path / "nope")
     with pytest.raises(FileNotFoundError, match=f"Model directory not found: {re.escape(missing)}"):
-        io.load(missing)
+        model_dir.load(missing)
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "pretrainer.weights.h5").write_bytes(b"")
     with pytest.raises(
         FileNotFoundError, match="has no config.json; found \\['pretrainer.weights.h5'\\]"
     ):
-        io.load(str(empty))
+        model_dir.load(str(empty))
     pretrainer.backbone.config.to_json_file(str(empty / "config.json"))
     (empty / "pretrainer.weights.h5").unlink()
     with pytest.raises(FileNotFoundError, match="has no weights file; found \\['config.json'\\]"):
-        io.load(str(empty))
+        model_dir.load(str(empty))
     with pytest.raises(TypeError, match="needs an AlbertPretrainer or AlbertModel, got Dense"):
-        io.save(keras.layers.Dense(2), str(tmp_path / "x"))
+        model_dir.save(keras.layers.Dense(2), str(tmp_path / "x"))
     with pytest.raises(FileNotFoundError, match="spm_model_file not found"):
-        io.save(pretrainer, str(tmp_path / "y"), spm_model_file=str(tmp_path / "none.model"))
+        model_dir.save(pretrainer, str(tmp_path / "y"), spm_model_file=str(tmp_path / "none.model"))
 
 
 def test_input_errors(tiny_config, make_inputs, pretrainer):

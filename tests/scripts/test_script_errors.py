@@ -147,12 +147,12 @@ def test_convert_checkpoint_missing_input(tmp_path):
 def pretrained_dir(tmp_path_factory, spm_model_file):
     """A tiny backbone saved with its SentencePiece model (albert_tf.save)."""
     from albert_tf.config import AlbertConfig
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
     from albert_tf.models.backbone import AlbertModel
 
     directory = str(tmp_path_factory.mktemp("pretrained") / "model")
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000, num_hidden_layers=1)
-    io.save(AlbertModel(config), directory, spm_model_file=spm_model_file)
+    model_dir.save(AlbertModel(config), directory, spm_model_file=spm_model_file)
     return directory
 
 

@@ -152,11 +152,11 @@ def test_nonfinite_loss_stops_and_keeps_last_good_checkpoint(records, tmp_path):
 
 
 def test_warm_start_from_export_and_group0(records, tmp_path):
-    from albert_tf.models import io
+    from albert_tf.models import model_dir
 
     config = AlbertConfig.from_json_file(records["config"])
     source = PretrainingTask(config).build_model()
-    io.save(source, str(tmp_path / "source"))
+    model_dir.save(source, str(tmp_path / "source"))
     grouped = AlbertConfig.from_dict(dict(config.to_dict(), num_hidden_groups=2), "original")
     target = PretrainingTask(grouped).build_model()
     build = lambda c: PretrainingTask(c).build_model()  # noqa: E731

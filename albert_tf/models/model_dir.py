@@ -28,13 +28,13 @@ refused rather than replaced.
 
 >>> import tempfile
 >>> from albert_tf.config import AlbertConfig
->>> from albert_tf.models import io
+>>> from albert_tf.models import model_dir
 >>> from albert_tf.models.backbone import AlbertModel
 >>> from albert_tf.models.pretrainer import AlbertPretrainer
 >>> path = tempfile.mkdtemp() + "/tiny"
 >>> model = AlbertPretrainer(AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=100)))
->>> io.save(model, path)
->>> io.load(path).backbone.config.hidden_size
+>>> model_dir.save(model, path)
+>>> model_dir.load(path).backbone.config.hidden_size
 128
 """
 

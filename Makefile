@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test demo clean
+.PHONY: venv lint test demo clean
 
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,11 @@ $(STAMP): setup.py
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# ruff.toml holds the settings: lint errors and unformatted files both fail.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # Two workers: the suite is mostly TensorFlow start-up and Python, which two cores run side by side.
 test: $(STAMP)

@@ -28,6 +28,7 @@ setup(
             "pytest>=7",
             "pytest-timeout",
             "pytest-xdist",
+            "ruff==0.17.6",
             "tensorflow-serving-api>=2.20,<2.22",
             "ai-edge-litert>=2.3",
             # The Beam pipeline's DirectRunner tests (Beam pins protobuf < 7, TF accepts 6.x).

@@ -25,7 +25,7 @@ def check_versions():
     try:
         text_version = metadata.version("tensorflow-text")
     except metadata.PackageNotFoundError:
-        return  # the text and export layers import tensorflow_text and fail there with its own error
+        return  # text and export layers import tensorflow_text and fail there with its own error
     if _minor(tf_version) != _minor(text_version):
         raise ImportError(
             f"albert_tf needs tensorflow and tensorflow-text of the same minor version, found "

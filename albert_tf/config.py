@@ -169,7 +169,7 @@ class AlbertConfig:
 
     def num_parameters(self, include_pooler=True, include_heads=False):
         """Exact parameter count of the backbone (and optionally the MLM and SOP heads)."""
-        V, E, H, I = self.vocab_size, self.embedding_size, self.hidden_size, self.intermediate_size
+        V, E, H, I = self.vocab_size, self.embedding_size, self.hidden_size, self.intermediate_size  # noqa: E741
         embeddings = (V + self.max_position_embeddings + self.type_vocab_size) * E + 2 * E
         projection = E * H + H if self.has_embedding_projection else 0
         attention = 4 * (H * H + H) + 2 * H  # Q, K, V, output dense and the attention LayerNorm

@@ -183,8 +183,9 @@ def main(argv):
         identical = a.read() == b.read()
     sizes = {r["run"]: os.path.getsize(r["output"]) for r in results}
     print(
-        f"corpus {FLAGS.corpus}: {os.path.getsize(corpus_1x) / 1e6:.1f} MB (4x: {os.path.getsize(corpus_4x) / 1e6:.1f} MB), "
-        f"vocab {FLAGS.vocab_size}, max_seq_length {FLAGS.max_seq_length}, dupe_factor {FLAGS.dupe_factor}"
+        f"corpus {FLAGS.corpus}: {os.path.getsize(corpus_1x) / 1e6:.1f} MB "
+        f"(4x: {os.path.getsize(corpus_4x) / 1e6:.1f} MB), vocab {FLAGS.vocab_size}, "
+        f"max_seq_length {FLAGS.max_seq_length}, dupe_factor {FLAGS.dupe_factor}"
     )
     print(
         "| run | documents | instances | instances/s (work) | instances/s (wall) | wall s | "
@@ -194,8 +195,8 @@ def main(argv):
     for r in results:
         print(
             f"| {r['run']} | {r['documents']} | {r['instances']} | {r['instances_per_second']} | "
-            f"{r['instances_per_wall_second']} | {r['wall_seconds']} | {r['peak_process_rss_mb']} | "
-            f"{r['peak_tree_rss_mb']} |"
+            f"{r['instances_per_wall_second']} | {r['wall_seconds']} | "
+            f"{r['peak_process_rss_mb']} | {r['peak_tree_rss_mb']} |"
         )
     print(f"1 vs 2 workers byte-identical: {identical}; output bytes: {sizes}")
     if FLAGS.output_json:

@@ -156,7 +156,8 @@ def main(argv):
     print(
         f"{FLAGS.preset} shapes, batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, "
         f"{FLAGS.dtype}, jit_compile=True train step (forward + backward + SGD), "
-        f"{FLAGS.steps} timed steps; TF {tf.__version__}, {platform.processor() or platform.machine()}, "
+        f"{FLAGS.steps} timed steps; TF {tf.__version__}, "
+        f"{platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, "
         f"{load_after[0]:.1f} after\n"
     )

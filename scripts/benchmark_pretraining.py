@@ -141,7 +141,8 @@ def main(argv):
         logging.info("%s", row)
         rows.append(row)
     header = (
-        f"{F.preset}, seq {seq}, global batch {batch}, LAMB, XLA {'on' if F.jit_compile else 'off'}, "
+        f"{F.preset}, seq {seq}, global batch {batch}, LAMB, "
+        f"XLA {'on' if F.jit_compile else 'off'}, "
         f"{F.steps} timed steps, TF {tf.__version__}, {os.cpu_count()} CPUs"
     )
     lines = [

@@ -1,4 +1,5 @@
-"""Pretrains ALBERT (masked-LM + sentence-order prediction) with LAMB under any tf.distribute strategy.
+"""Pretrains ALBERT (masked-LM + sentence-order prediction) with LAMB under any tf.distribute
+strategy.
 
 Flags keep the original run_pretraining.py names. Restarting the same command resumes from the
 newest checkpoint in --output_dir. Examples:

@@ -1,7 +1,8 @@
 """Trains an ALBERT SentencePiece vocabulary (<pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4).
 
 Example:
-  python scripts/train_tokenizer.py --input=builtin:docstrings --model_prefix=/tmp/docs8k --vocab_size=8000
+  python scripts/train_tokenizer.py --input=builtin:docstrings --model_prefix=/tmp/docs8k \
+      --vocab_size=8000
   python scripts/train_tokenizer.py --input='gs://bucket/wiki/*.txt' --model_prefix=gs://bucket/spm/30k-clean
 """
 

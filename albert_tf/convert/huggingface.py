@@ -139,7 +139,8 @@ def _normalize(tensors, path, config):
         table = renamed.get(_WORD_TABLE)
         if table is None or not np.array_equal(decoder_weight, table):
             raise ConversionError(
-                f"{path}: predictions.decoder.weight differs from {display.get(_WORD_TABLE, _WORD_TABLE)}; "
+                f"{path}: predictions.decoder.weight differs from "
+                f"{display.get(_WORD_TABLE, _WORD_TABLE)}; "
                 f"albert_tf ties the MLM output matrix to the word table and cannot hold an "
                 f"untied decoder"
             )
@@ -176,7 +177,8 @@ def _normalize(tensors, path, config):
 
 
 def read_huggingface_checkpoint(directory, config):
-    """A `Checkpoint` over `directory/model.safetensors`, renamed to the AlbertForPreTraining layout."""
+    """A `Checkpoint` over `directory/model.safetensors`, renamed to the AlbertForPreTraining
+    layout."""
     path = os.path.join(directory, WEIGHTS_FILE)
     tensors, display = _normalize(_load_safetensors(path), path, config)
     return Checkpoint(path, {k: v.shape for k, v in tensors.items()}, tensors.__getitem__, display)
@@ -409,7 +411,8 @@ def _head_arguments(architecture, values, path, num_choices):
 
 
 def huggingface_config(config):
-    """The HF config.json dict for an `AlbertConfig`, or a ConversionError if HF cannot express it."""
+    """The HF config.json dict for an `AlbertConfig`, or a ConversionError if HF cannot express
+    it."""
     groups = shared_groups(config)
     values = config.to_json_dict("huggingface")
     values.pop("sharing")

@@ -101,7 +101,7 @@ def backbone_rules(table):
     return tuple(rule for rule in table if rule.part in BACKBONE_PARTS)
 
 
-# ------------------------------------------------------------------ original TF1 (albert_original.md 3.3)
+# ------------------------------------------------------------ original TF1 (albert_original.md 3.3)
 _BLOCK = "bert/encoder/transformer/group_{g}/inner_group_{k}"
 ORIGINAL = (
     Rule("bert/embeddings/word_embeddings", "embeddings/word_embeddings", NONE, "embeddings"),
@@ -218,7 +218,7 @@ ORIGINAL_IGNORED = (
     re.compile(r"(^|/)LAMBOptimizer(_1)?$"),
 )
 
-# ------------------------------------------------------------------ Hugging Face AlbertForPreTraining
+# ------------------------------------------------------------ Hugging Face AlbertForPreTraining
 # Names as AlbertForPreTraining saves them; an AlbertModel checkpoint (no "albert." prefix) is
 # renamed to this layout when read (huggingface.py).
 _LAYER = "albert.encoder.albert_layer_groups.{g}.albert_layers.{k}"

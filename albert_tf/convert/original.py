@@ -64,7 +64,8 @@ def resolve_checkpoint_prefix(path):
             return indexes[0][: -len(".index")]
         if indexes:
             raise ValueError(
-                f"{path} holds several checkpoints ({', '.join(os.path.basename(i) for i in indexes)}); "
+                f"{path} holds several checkpoints "
+                f"({', '.join(os.path.basename(i) for i in indexes)}); "
                 f"pass the prefix of one, e.g. {indexes[-1][: -len('.index')]}"
             )
         raise FileNotFoundError(f"No TF1 checkpoint (*.index) in directory {path}")
@@ -218,7 +219,8 @@ def head_model_from_original(
 
 
 def write_tf1_checkpoint(prefix, arrays):
-    """Writes {name: np.ndarray} as a name-based TF1 checkpoint (`prefix.index`, `prefix.data-*`)."""
+    """Writes {name: np.ndarray} as a name-based TF1 checkpoint (`prefix.index`,
+    `prefix.data-*`)."""
     names_ = sorted(arrays)
     tf.raw_ops.SaveV2(
         prefix=prefix,

@@ -1,8 +1,10 @@
-"""albert_tf.data: corpora, pretraining-instance creation, the TFRecord schema and tf.data pipelines.
+"""albert_tf.data: corpora, pretraining-instance creation, the TFRecord schema and tf.data
+pipelines.
 
 Modules (each imported on first use, `albert_tf.data.corpora` included, so that worker processes
 stay light):
-- `corpora`: `iter_documents(spec, ...)`, documents as lists of sentences (files, gs://, TFDS, builtin).
+- `corpora`: `iter_documents(spec, ...)`, documents as lists of sentences (files, gs://, TFDS,
+  builtin).
 - `masking`: ALBERT's n-gram whole-word masking (pure Python, seeded).
 - `instances`: segments A/B and SOP/NSP labels for one document.
 - `schema`: the original TFRecord feature names/dtypes and a pure-Python Example encoder.

@@ -30,14 +30,15 @@ try:
     from apache_beam.options.pipeline_options import PipelineOptions
 except ImportError:  # the optional extra: this module still imports; running says what to install
     beam = None
-_DoFn = beam.DoFn if beam else object
-_CombineFn = beam.CombineFn if beam else object
 
 from albert_tf import files
 from albert_tf.data import corpora, pretraining
 from albert_tf.data import writer as writer_lib
 from albert_tf.errors import UserError
 from albert_tf.settings import InvalidFlagError
+
+_DoFn = beam.DoFn if beam else object
+_CombineFn = beam.CombineFn if beam else object
 
 RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
 _COUNTS = "counts"

@@ -279,9 +279,10 @@ def _tfds_reader(name, data_dir, split, feature, strict, stats):
     except Exception as e:  # DatasetNotFoundError and friends
         reason = str(e).split("\n")[0]
         raise FileNotFoundError(
-            f"TFDS dataset {name!r} is not prepared in {data_dir or 'the default TFDS data_dir'}; albert_tf "
-            f"reads prepared data only (prepare it first with `tfds build` or "
-            f"builder.download_and_prepare(), or pass the data_dir that holds it). TFDS said: {reason}"
+            f"TFDS dataset {name!r} is not prepared in "
+            f"{data_dir or 'the default TFDS data_dir'}; albert_tf reads prepared data only "
+            f"(prepare it first with `tfds build` or builder.download_and_prepare(), or pass the "
+            f"data_dir that holds it). TFDS said: {reason}"
         ) from None
     if not builder.is_prepared():
         raise FileNotFoundError(
@@ -350,7 +351,8 @@ def docstrings_cache_path(packages=BUILTIN_PACKAGES, cache_dir=None):
 
 
 def package_source_files(packages=BUILTIN_PACKAGES):
-    """Sorted .py files of the installed `packages` (found with importlib, without importing them)."""
+    """Sorted .py files of the installed `packages` (found with importlib, without importing
+    them)."""
     files = []
     for name in packages:
         spec = importlib.util.find_spec(name)
@@ -460,7 +462,8 @@ def _is_prose_line(line):
 
 
 def docstring_sentences(doc):
-    """Prose sentences of one docstring, code and markup removed; [] when nothing prose-like remains.
+    """Prose sentences of one docstring, code and markup removed; [] when nothing prose-like
+    remains.
 
     Removed: doctest blocks (>>> to the next blank line), fenced ``` blocks, the indented block
     after a line ending in "::", Example/Usage sections, section headers and underlines, argument

@@ -16,8 +16,8 @@ Words are split as the token-classification export splits raw text (whitespace, 
 punctuation character a word of its own: `split_words`), so a model trained on these sentences
 sees the words it will be served. The tags are IOB2; sentences without code are kept too.
 
->>> split_words("Calls `bytes.decode`.")
-[('Calls', 0, 5), ('`', 6, 7), ('bytes', 7, 12), ('.', 12, 13), ('decode', 13, 19), ('`', 19, 20), ('.', 20, 21)]
+>>> split_words("Calls `bytes.decode`.")[:5]
+[('Calls', 0, 5), ('`', 6, 7), ('bytes', 7, 12), ('.', 12, 13), ('decode', 13, 19)]
 >>> words, tags = tag_marked_sentence("Returns `True` if `x.ndim` is 2.")
 >>> words
 ['Returns', '`', 'True', '`', 'if', '`', 'x', '.', 'ndim', '`', 'is', '2', '.']

@@ -12,8 +12,11 @@ no answer (`is_impossible`).
 >>> context, questions = paragraph_questions(paragraph)
 >>> context
 'Returns True if x is finite. See np.isfinite.'
->>> [(q, a, context[s:s + len(a)]) for q, a, s in questions]
-[('Returns ___ if x is finite.', 'True', 'True'), ('Returns True if ___ is finite.', 'x', 'x'), ('See ___.', 'np.isfinite', 'np.isfinite')]
+>>> for q, a, s in questions:
+...     print(q, a, context[s:s + len(a)], sep=" | ")
+Returns ___ if x is finite. | True | True
+Returns True if ___ is finite. | x | x
+See ___. | np.isfinite | np.isfinite
 """
 
 import json

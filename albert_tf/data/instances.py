@@ -16,9 +16,11 @@ Differences from the original, all for determinism and bounded memory:
 
 >>> import random
 >>> from albert_tf.data.masking import MaskingConfig, MaskingVocab
->>> vocab = MaskingVocab(mask_id=4, special_ids=(0, 1, 2, 3, 4), replacement_ids=tuple(range(5, 50)))
+>>> vocab = MaskingVocab(mask_id=4, special_ids=(0, 1, 2, 3, 4),
+...                      replacement_ids=tuple(range(5, 50)))
 >>> config = InstanceConfig(max_seq_length=16, masking=MaskingConfig(max_predictions_per_seq=3))
->>> doc = Document(sentences=[[5, 6, 7], [8, 9], [10, 11, 12]], word_starts=[[1, 1, 0], [1, 1], [1, 0, 1]])
+>>> doc = Document(sentences=[[5, 6, 7], [8, 9], [10, 11, 12]],
+...                word_starts=[[1, 1, 0], [1, 1], [1, 0, 1]])
 >>> out = create_instances([doc], 0, random.Random(0), config, vocab, cls_id=2, sep_id=3)
 >>> out[0].input_ids[0], out[0].input_ids[-1]
 (2, 3)

@@ -12,7 +12,8 @@ section 2.3) with these deliberate fixes:
   (p(n) renormalised) instead of being silently truncated.
 
 >>> import random
->>> vocab = MaskingVocab(mask_id=4, special_ids=(0, 1, 2, 3, 4), replacement_ids=tuple(range(5, 100)))
+>>> vocab = MaskingVocab(mask_id=4, special_ids=(0, 1, 2, 3, 4),
+...                      replacement_ids=tuple(range(5, 100)))
 >>> config = MaskingConfig(masked_lm_prob=0.5, max_predictions_per_seq=4)
 >>> out = mask_sequence([2, 10, 11, 12, 3], [1, 1, 1, 1, 1], random.Random(0), config, vocab)
 >>> len(out.positions) == len(out.labels) <= 4
@@ -69,7 +70,8 @@ class MaskingVocab:
 
     @classmethod
     def from_tokenizer(cls, tokenizer):
-        """Builds it from an `albert_tf.text.SentencePieceTokenizer` (or anything with the same API).
+        """Builds it from an `albert_tf.text.SentencePieceTokenizer` (or anything with the same
+        API).
 
         Special = pad/unk/[CLS]/[SEP]/[MASK] plus every piece the SentencePiece model marks as
         control, unknown or unused.
@@ -108,7 +110,8 @@ def _control_ids(tokenizer):
 
 
 def ngram_probabilities(ngram: int, favor_shorter_ngram: bool = True) -> List[float]:
-    """p(n) for n = 1..ngram: proportional to 1/n, or reversed when `favor_shorter_ngram` is False."""
+    """p(n) for n = 1..ngram: proportional to 1/n, or reversed when `favor_shorter_ngram` is
+    False."""
     weights = [1.0 / n for n in range(1, ngram + 1)]
     total = sum(weights)
     probs = [w / total for w in weights]

@@ -76,8 +76,8 @@ def _read_records(
         dataset = dataset.shard(num_pipelines, pipeline_id)
     elif shard_elements:
         logging.warning(
-            "%d files for %d input pipelines: sharding by record (every pipeline reads every file); "
-            "write at least as many files as hosts",
+            "%d files for %d input pipelines: sharding by record (every pipeline reads every "
+            "file); write at least as many files as hosts",
             len(files),
             num_pipelines,
         )

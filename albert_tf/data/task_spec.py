@@ -130,7 +130,7 @@ def custom_task(
     columns = (text_column,) if not text_pair_column else (text_column, text_pair_column)
     return TaskSpec(
         name,
-        None if regression else (tuple(str(l) for l in labels) if labels else ()),
+        None if regression else (tuple(str(label) for label in labels) if labels else ()),
         tuple(metrics),
         columns,
         label_column,

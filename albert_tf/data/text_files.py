@@ -59,7 +59,8 @@ def _rows_from_text(path, text, delimiter):
 
 
 def read_text(path):
-    """The text of a UTF-8 file (a byte-order mark is dropped); DataError naming the line of bad bytes."""
+    """The text of a UTF-8 file (a byte-order mark is dropped); DataError naming the line of bad
+    bytes."""
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"data file not found: {path}")
     with tf.io.gfile.GFile(path, "rb") as f:
@@ -125,7 +126,7 @@ def _read_jsonl(path, parse_label, text_columns, label_column, skip_bad_lines):
         return [record[c] for c in wanted]
 
     lines = enumerate(io.StringIO(read_text(path)), start=1)
-    records = ((f"{path}:{number}", lambda w, l=line: values(w, l)) for number, line in lines)
+    records = ((f"{path}:{number}", lambda w, text=line: values(w, text)) for number, line in lines)
     return _collect(path, records, parse_label, len(text_columns), label_column, skip_bad_lines)
 
 

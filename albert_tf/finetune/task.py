@@ -24,8 +24,9 @@ import numpy as np
 @dataclasses.dataclass
 class Features:
     """One split as model inputs: `inputs` maps names to arrays with one row per model input;
-    `labels` (an array, a dict of arrays, or None) has the same number of rows. Rows may be more than examples (a long
-    sentence becomes several windows): the task maps outputs back in `postprocess`."""
+    `labels` (an array, a dict of arrays, or None) has the same number of rows. Rows may be more
+    than examples (a long sentence becomes several windows): the task maps outputs back in
+    `postprocess`."""
 
     inputs: Dict[str, np.ndarray]
     labels: Optional[np.ndarray] = None

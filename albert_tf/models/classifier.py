@@ -10,7 +10,8 @@ regression (MSE, one score per example).
 >>> from albert_tf.models.backbone import AlbertModel
 >>> model = AlbertClassifier(AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=100)),
 ...                          num_classes=3)
->>> inputs = {"input_word_ids": np.array([[2, 7, 3]], "int32"), "input_mask": np.ones([1, 3], "int32"),
+>>> inputs = {"input_word_ids": np.array([[2, 7, 3]], "int32"),
+...           "input_mask": np.ones([1, 3], "int32"),
 ...           "input_type_ids": np.zeros([1, 3], "int32")}
 >>> model(inputs).shape
 TensorShape([1, 3])

@@ -26,7 +26,8 @@ from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertPreprocessor(keras.layers.Layer):
-    """Maps tf.string [batch] texts (and optional pairs) to input_word_ids/input_mask/input_type_ids.
+    """Maps tf.string [batch] texts (and optional pairs) to input_word_ids, input_mask and
+    input_type_ids.
 
     Args:
         spm_model: SentencePiece model: a path (local or gs://) or the serialized bytes.

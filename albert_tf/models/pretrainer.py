@@ -25,7 +25,8 @@ class AlbertPretrainer(keras.Model):
         >>> from albert_tf.config import AlbertConfig
         >>> from albert_tf.models.backbone import AlbertModel
         >>> from albert_tf.models.pretrainer import AlbertPretrainer
-        >>> model = AlbertPretrainer(AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=100)))
+        >>> config = AlbertConfig.from_preset("albert_tiny", vocab_size=100)
+        >>> model = AlbertPretrainer(AlbertModel(config))
         >>> outputs = model({"input_word_ids": np.array([[2, 4, 9, 3]], "int32"),
         ...                  "input_mask": np.ones([1, 4], "int32"),
         ...                  "input_type_ids": np.zeros([1, 4], "int32"),

@@ -54,7 +54,8 @@ def whitespace_class():
 
 @functools.lru_cache(maxsize=None)
 def digit_class():
-    """Characters for which `str.isdigit()` is true, as an RE2 class (the digit-comma rule's test)."""
+    """Characters for which `str.isdigit()` is true, as an RE2 class (the digit-comma rule's
+    test)."""
     return regex_class([ord(c) for c in _all_chars() if c.isdigit()])
 
 

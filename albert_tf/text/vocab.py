@@ -159,7 +159,10 @@ def train_sentencepiece(
                 raise ValueError(f"corpus {documents_or_files!r:.200} holds no text") from None
             hint = ""
             if "Vocabulary size too high" in str(e):
-                hint = " (the corpus is too small for this vocab_size: lower it, or pass hard_vocab_limit=False)"
+                hint = (
+                    " (the corpus is too small for this vocab_size: lower it, or pass "
+                    "hard_vocab_limit=False)"
+                )
             raise ValueError(f"SentencePiece training failed: {e}{hint}") from None
         if stream.error is not None:
             raise stream.error

@@ -155,7 +155,8 @@ class Trainer:
         )
 
     def evaluate(self, dataset, max_steps):
-        """Evaluates on a fresh pass over the distributed `dataset` (at most `max_steps` batches)."""
+        """Evaluates on a fresh pass over the distributed `dataset` (at most `max_steps`
+        batches)."""
         sums, steps = None, 0
         for batch in dataset:
             if steps >= max_steps:

@@ -91,8 +91,8 @@ def load_source(path, build_model):
     config_path = _find_config(directory) or _find_config(os.path.dirname(directory))
     if config_path is None:
         raise FileNotFoundError(
-            f"--init_checkpoint={path!r}: found checkpoint {prefix} but no albert_config.json beside "
-            "it or in its parent directory to build the model it holds"
+            f"--init_checkpoint={path!r}: found checkpoint {prefix} but no albert_config.json "
+            "beside it or in its parent directory to build the model it holds"
         )
     source = build_model(AlbertConfig.from_json_file(config_path))
     tf.train.Checkpoint(model=source).restore(

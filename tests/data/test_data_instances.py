@@ -69,7 +69,8 @@ def test_sop_label_balance_and_swaps_against_source():
 def test_nsp_random_next_sentence():
     docs, origin = _documents(120)
     # Targets longer than any document: the first chunk is the whole document (>= 2 sentences),
-    # so its coin is a clean 50/50 (later chunks of one sentence are always random, as in the original).
+    # so its coin is a clean 50/50 (later chunks of one sentence are always random, as in the
+    # original).
     config = instances.InstanceConfig(
         max_seq_length=512, short_seq_prob=0.0, random_next_sentence=True, masking=None
     )

@@ -18,7 +18,8 @@ def vocab(tokenizer):
 @pytest.fixture(scope="module")
 def sequences(tokenizer, corpus_file):
     """[CLS] sentence [SEP] next sentence [SEP] from the real corpus, with word starts."""
-    lines = [l for l in open(corpus_file, encoding="utf-8").read().splitlines() if l.strip()]
+    text = open(corpus_file, encoding="utf-8").read()
+    lines = [line for line in text.splitlines() if line.strip()]
     out = []
     for a, b in zip(lines[0:800:2], lines[1:800:2]):
         ids_a, ids_b = tokenizer.encode_ids(a)[:60], tokenizer.encode_ids(b)[:60]

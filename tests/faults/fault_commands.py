@@ -59,7 +59,8 @@ def make_inputs(directory, corpus_file, spm_model_file):
     model_dir.save(pretrained, str(directory / "pretrained"), spm_model_file=spm_model_file)
     to_huggingface(pretrained, str(directory / "huggingface"))
     other = dict(TINY_CONFIG, hidden_size=48, intermediate_size=96)  # other shapes, no spm.model
-    model_dir.save(AlbertPretrainer(AlbertModel(AlbertConfig.from_dict(other))), str(directory / "other"))
+    other_model = AlbertPretrainer(AlbertModel(AlbertConfig.from_dict(other)))
+    model_dir.save(other_model, str(directory / "other"))
     records = [write_records(str(directory / f"train-{i}.tfrecord"), 64, seed=i) for i in (0, 1)]
     tsv, _ = write_tsv_splits(str(directory), corpus_file)
     return {

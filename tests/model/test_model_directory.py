@@ -56,7 +56,9 @@ def test_a_failed_or_killed_save_leaves_the_previous_directory(
         raise KeyboardInterrupt  # after config.json and the weights were written
 
     with pytest.raises(KeyboardInterrupt):
-        model_dir.save(pretrainer.backbone, str(directory), extra_files={"model.keras": interrupted})
+        model_dir.save(
+            pretrainer.backbone, str(directory), extra_files={"model.keras": interrupted}
+        )
     assert _contents(directory) == before
     assert sorted(os.listdir(tmp_path)) == ["model"]  # the killed save's staging is gone too
 

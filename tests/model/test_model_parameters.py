@@ -1,4 +1,5 @@
-"""Parameter counts: built models vs the released checkpoints, the paper's tables, num_parameters."""
+"""Parameter counts: built models vs the released checkpoints, the paper's tables,
+num_parameters."""
 
 import numpy as np
 import pytest

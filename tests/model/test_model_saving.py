@@ -94,7 +94,8 @@ def test_io_backbone_only_and_existing_directory(pretrainer, pretrain_inputs, tm
     assert "holds a backbone only" in caplog.text
     assert isinstance(loaded, AlbertPretrainer)
     assert_same_outputs(loaded.backbone, pretrainer.backbone, pretrain_inputs)
-    assert_same_outputs(model_dir.load_backbone(str(directory)), pretrainer.backbone, pretrain_inputs)
+    backbone = model_dir.load_backbone(str(directory))
+    assert_same_outputs(backbone, pretrainer.backbone, pretrain_inputs)
 
 
 def test_io_errors(pretrainer, tmp_path):

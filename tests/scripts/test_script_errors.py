@@ -286,8 +286,8 @@ def test_staging_paths_are_named_as_their_target(tmp_path):
                 (
                     "{{function_node __wrapped__SaveV2_dtypes_56_device_/job:localhost/replica:0/"
                     "task:0/device:CPU:0}} " + staging + "/variables/variables_temp/part-00000-of-"
-                    "00001.data-00000-of-00001.tempstate14387406170039055167; No space left on device"
-                    " [Op:SaveV2]"
+                    "00001.data-00000-of-00001.tempstate14387406170039055167; No space left on "
+                    "device [Op:SaveV2]"
                 ),
             )
     assert cli.error_message(raised.value) == f"{tmp_path}/1; No space left on device"

@@ -1,4 +1,5 @@
-"""Fixtures for tests/text: tokenizers on the shared tiny model and a model that knows "<digit>," pieces."""
+"""Fixtures for tests/text: tokenizers on the shared tiny model and a model that knows "<digit>,"
+pieces."""
 
 import random
 
@@ -8,7 +9,8 @@ import pytest
 @pytest.fixture(scope="session")
 def number_spm_model_file(corpus_file, tmp_path_factory):
     """A 600-piece model trained with split_by_number=False on prose plus sentences full of
-    "9,000,"-style numbers, so it has pieces such as "▁1," and "2," that trigger the digit-comma rule."""
+    "9,000,"-style numbers, so it has pieces such as "▁1," and "2," that trigger the digit-comma
+    rule."""
     import sentencepiece as spm
 
     rng = random.Random(1)

@@ -1,6 +1,6 @@
-"""Distribution: MirroredStrategy over 2 logical CPUs == one device; MultiWorkerMirroredStrategy with
-2 worker processes; --strategy=tpu without a TPU fails clearly. Every run is a subprocess (logical
-devices and collectives must be set up before TensorFlow starts)."""
+"""Distribution: MirroredStrategy over 2 logical CPUs == one device; MultiWorkerMirroredStrategy
+with 2 worker processes; --strategy=tpu without a TPU fails clearly. Every run is a subprocess
+(logical devices and collectives must be set up before TensorFlow starts)."""
 
 import json
 import os

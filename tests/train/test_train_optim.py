@@ -1,4 +1,5 @@
-"""LAMB / AdamW against an independent NumPy transcription of the original update, and the schedule."""
+"""LAMB / AdamW against an independent NumPy transcription of the original update, and the
+schedule."""
 
 import keras
 import numpy as np

@@ -25,7 +25,8 @@ COMMON = dict(
 
 
 def _run_until(args, line_marker, sig):
-    """Starts the script, sends `sig` when a log line contains `line_marker`; returns (code, log)."""
+    """Starts the script, sends `sig` when a log line contains `line_marker`; returns (code,
+    log)."""
     process = run_script(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     return run_until(process, line_marker, sig, timeout=240)
 

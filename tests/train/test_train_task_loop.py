@@ -1,4 +1,5 @@
-"""The pretraining task's loss against NumPy, flag validation, warm start, NaN handling (in process)."""
+"""The pretraining task's loss against NumPy, flag validation, warm start, NaN handling (in
+process)."""
 
 import os
 import types

@@ -97,12 +97,22 @@ def validate():
 def main(argv):
     del argv  # cli.run refuses positional arguments
     validate()
-    from albert_tf.data.corpora import CorpusStats
+    from albert_tf.data.corpora import CorpusStats, iter_documents
     from albert_tf.text.vocab import train_sentencepiece
 
     stats = CorpusStats()
-    path = train_sentencepiece(
+    documents = iter_documents(
         FLAGS.input,
+        format=FLAGS.input_format,
+        strict=FLAGS.strict_utf8,
+        stats=stats,
+        data_dir=FLAGS.tfds_data_dir,
+        split=FLAGS.tfds_split,
+        feature=FLAGS.tfds_feature,
+        packages=tuple(FLAGS.builtin_packages),
+    )
+    path = train_sentencepiece(
+        documents,
         FLAGS.model_prefix,
         vocab_size=FLAGS.vocab_size,
         lower_case=FLAGS.do_lower_case,
@@ -115,13 +125,6 @@ def main(argv):
         seed=FLAGS.seed,
         num_threads=FLAGS.num_threads,
         verbose=FLAGS.verbose,
-        format=FLAGS.input_format,
-        strict=FLAGS.strict_utf8,
-        stats=stats,
-        data_dir=FLAGS.tfds_data_dir,
-        split=FLAGS.tfds_split,
-        feature=FLAGS.tfds_feature,
-        packages=tuple(FLAGS.builtin_packages),
     )
     logging.info(
         "Read %d documents, %d sentences from %d files; skipped %d lines that were not UTF-8%s",

@@ -29,7 +29,6 @@ TRANSPOSE = "transpose"
 
 Rule = collections.namedtuple("Rule", "source target transform part")
 
-REQUIRED_PARTS = ("embeddings", "encoder")
 OPTIONAL_PARTS = ("pooler", "masked_lm", "sentence_order")
 
 # Our variables (path without the model name) -> shape in AlbertConfig field names. "groups" is

@@ -52,18 +52,16 @@ def feature_spec(
     """
     import tensorflow as tf
 
-    spec = {
-        name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-        for name in ("input_ids", "input_mask", "segment_ids")
-    }
-    if token_boundary:
-        spec["token_boundary"] = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    names = [(name, max_seq_length) for name in SEQUENCE_FEATURES]
+    if not token_boundary:
+        names = [(name, length) for name, length in names if name != "token_boundary"]
     if masked:
-        spec["masked_lm_positions"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
-        spec["masked_lm_ids"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
-        spec["masked_lm_weights"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32)
-    spec[LABEL_FEATURE] = tf.io.FixedLenFeature([1], tf.int64)
-    return spec
+        names += [(name, max_predictions_per_seq) for name in PREDICTION_FEATURES]
+    names.append((LABEL_FEATURE, 1))
+    return {
+        name: tf.io.FixedLenFeature([length], tf.float32 if name in FLOAT_FEATURES else tf.int64)
+        for name, length in names
+    }
 
 
 def _varint(value: int) -> bytes:

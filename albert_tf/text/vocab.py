@@ -7,7 +7,9 @@ sampling inside SentencePiece), so a corpus of any size streams through.
 
 Training on the built-in corpus takes most of a minute, so the test suite skips this example:
 
->>> train_sentencepiece("builtin:docstrings", "/tmp/docs8k", vocab_size=8000)  # doctest: +SKIP
+>>> from albert_tf.data.corpora import iter_documents
+>>> documents = iter_documents("builtin:docstrings")  # doctest: +SKIP
+>>> train_sentencepiece(documents, "/tmp/docs8k", vocab_size=8000)  # doctest: +SKIP
 '/tmp/docs8k.model'
 """
 
@@ -25,21 +27,6 @@ CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 # The original README command: --user_defined_symbols="(,),\",-,.,–,£,€"
 ORIGINAL_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
-
-
-def _documents(documents_or_files, corpus_options):
-    """A corpus spec (resolved now, so a bad path fails before training) or the iterable itself."""
-    is_spec = isinstance(documents_or_files, str) or (
-        isinstance(documents_or_files, (list, tuple))
-        and all(isinstance(x, str) for x in documents_or_files)
-    )
-    if not is_spec:
-        if corpus_options:
-            raise TypeError(f"corpus options {sorted(corpus_options)} apply to corpus specs only")
-        return documents_or_files
-    from albert_tf.data.corpora import iter_documents
-
-    return iter_documents(documents_or_files, **corpus_options)
 
 
 class _SentenceStream:
@@ -73,7 +60,7 @@ class _SentenceStream:
 
 
 def train_sentencepiece(
-    documents_or_files,
+    documents,
     model_prefix,
     vocab_size=30000,
     lower_case=True,
@@ -86,14 +73,12 @@ def train_sentencepiece(
     seed=12345,
     num_threads=None,
     verbose=False,
-    **corpus_options,
 ):
     """Trains a SentencePiece model with ALBERT's special ids; writes `{model_prefix}.model/.vocab`.
 
     Args:
-      documents_or_files: a corpus spec for `albert_tf.data.corpora.iter_documents` (a str: path,
-        glob, comma list, "tfds:...", "builtin:docstrings"; or a list/tuple of such str), or any
-        other iterable of documents, each a list of sentence strings.
+      documents: an iterable of documents, each a list of sentence strings (for files, TFDS or
+        the built-in corpus: `albert_tf.data.corpora.iter_documents(spec)`).
       model_prefix: output prefix, local or gs://; both files are written atomically.
       vocab_size: number of pieces, special and user-defined symbols included.
       lower_case: lowercase in `preprocess_text` (must match the tokenizer's `lower_case`).
@@ -104,12 +89,16 @@ def train_sentencepiece(
       seed: SentencePiece's random seed (sampling is then reproducible).
       num_threads: trainer threads (default: all CPUs).
       verbose: show SentencePiece's own log.
-      **corpus_options: passed to `iter_documents` (format, strict, stats, data_dir, split, ...).
     Returns:
       The path of the written `.model` file.
     """
     import sentencepiece as spm
 
+    if isinstance(documents, (str, bytes)):
+        raise TypeError(
+            "train_sentencepiece takes documents, not a path: pass "
+            f"albert_tf.data.corpora.iter_documents({documents!r})"
+        )
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type must be one of {MODEL_TYPES}, got {model_type!r}")
     user_defined_symbols = tuple(user_defined_symbols or ())
@@ -128,7 +117,7 @@ def train_sentencepiece(
     out_dir = os.path.dirname(model_prefix)
     if out_dir:
         tf.io.gfile.makedirs(out_dir)
-    stream = _SentenceStream(_documents(documents_or_files, corpus_options), lower_case)
+    stream = _SentenceStream(documents, lower_case)
     if seed is not None:
         spm.set_random_generator_seed(int(seed))
     with tempfile.TemporaryDirectory(prefix="albert_tf_spm_") as tmp:
@@ -156,7 +145,7 @@ def train_sentencepiece(
             if stream.error is not None:
                 raise stream.error
             if stream.count == 0:
-                raise ValueError(f"corpus {documents_or_files!r:.200} holds no text") from None
+                raise ValueError("the corpus holds no text (not one non-empty sentence)") from None
             hint = ""
             if "Vocabulary size too high" in str(e):
                 hint = (

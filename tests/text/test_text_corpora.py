@@ -7,7 +7,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from albert_tf.data import corpora
+from albert_tf.data import builtin_corpus, corpora
 from albert_tf.data.corpora import CorpusStats, iter_documents
 
 
@@ -175,9 +175,9 @@ def test_builtin_docstrings_numpy(tmp_path):
     assert cached == first
     assert cached_seconds < max(0.2 * first_seconds, 0.05), (cached_seconds, first_seconds)
     # Deterministic order: sorted source files, each file's docstrings in ast.walk order.
-    source_files = corpora.package_source_files(("numpy",))
+    source_files = builtin_corpus.package_source_files(("numpy",))
     assert source_files == sorted(source_files) and all(f.endswith(".py") for f in source_files)
-    head = [d for f in source_files[:30] for d in corpora._file_docstrings(f)]
+    head = [d for f in source_files[:30] for d in builtin_corpus.file_docstrings(f)]
     assert first[: len(head)] == head and head
 
 
@@ -187,11 +187,11 @@ def test_builtin_docstrings_cache_is_atomic_and_keyed_by_versions(tmp_path, monk
     next(documents)
     documents.close()  # stopped early: neither a cache file nor a temp file is left behind
     assert os.listdir(cache) == []
-    path = corpora.docstrings_cache_path(("numpy",), str(cache))
-    monkeypatch.setattr(corpora.importlib.metadata, "version", lambda name: "0.0-test")
-    assert corpora.docstrings_cache_path(("numpy",), str(cache)) != path
+    path = builtin_corpus.docstrings_cache_path(("numpy",), str(cache))
+    monkeypatch.setattr(builtin_corpus.importlib.metadata, "version", lambda name: "0.0-test")
+    assert builtin_corpus.docstrings_cache_path(("numpy",), str(cache)) != path
     monkeypatch.setenv("ALBERT_TF_CACHE", str(tmp_path / "env"))
-    assert corpora.docstrings_cache_path(("numpy",)).startswith(str(tmp_path / "env"))
+    assert builtin_corpus.docstrings_cache_path(("numpy",)).startswith(str(tmp_path / "env"))
 
 
 def test_docstring_filter_keeps_prose_and_drops_code():
@@ -220,7 +220,7 @@ def test_docstring_filter_keeps_prose_and_drops_code():
 
     See the user guide for more details.
     """
-    assert corpora.docstring_sentences(doc) == [
+    assert builtin_corpus.docstring_sentences(doc) == [
         "Compute the thing for every element.",
         "This function is useful.",
         "It returns a new array of values.",

@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from albert_tf.data.corpora import CorpusStats
+from albert_tf.data.corpora import CorpusStats, iter_documents
 from albert_tf.text import SentencePieceTokenizer
 from albert_tf.text.vocab import ORIGINAL_USER_DEFINED_SYMBOLS, train_sentencepiece
 
@@ -16,8 +16,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_train_sentencepiece_albert_layout(corpus_file, tmp_path):
     stats = CorpusStats()
+    documents = iter_documents(corpus_file, stats=stats)
     model = train_sentencepiece(
-        corpus_file, str(tmp_path / "out" / "v"), vocab_size=400, num_threads=1, stats=stats
+        documents, str(tmp_path / "out" / "v"), vocab_size=400, num_threads=1
     )
     assert model == str(tmp_path / "out" / "v.model")
     assert sorted(os.listdir(tmp_path / "out")) == ["v.model", "v.vocab"]  # no temp files left
@@ -52,7 +53,9 @@ def test_train_from_documents_iterable_and_errors(tmp_path):
     ):
         train_sentencepiece(iter(documents), str(tmp_path / "x"), vocab_size=10)
     with pytest.raises(FileNotFoundError, match="corpus file not found"):
-        train_sentencepiece(str(tmp_path / "missing.txt"), str(tmp_path / "x"), vocab_size=100)
+        iter_documents(str(tmp_path / "missing.txt"))
+    with pytest.raises(TypeError, match=r"pass albert_tf.data.corpora.iter_documents\('c.txt'\)"):
+        train_sentencepiece("c.txt", str(tmp_path / "x"), vocab_size=100)
     with pytest.raises(ValueError, match="the corpus is too small for this vocab_size"):
         train_sentencepiece(iter(documents), str(tmp_path / "x"), vocab_size=1000, num_threads=1)
     with pytest.raises(ValueError, match="holds no text"):

@@ -20,11 +20,14 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 
-from albert_tf import cli  # noqa: E402
+from absl import flags  # noqa: E402
+
+from albert_tf import cli, settings  # noqa: E402
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
 from albert_tf.finetune.squad import SquadData, SquadTask  # noqa: E402
 
 define_finetune_flags(SquadData)
+flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):

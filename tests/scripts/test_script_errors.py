@@ -378,3 +378,12 @@ def test_startup_log_filter(level, kept):
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == kept
+
+
+def test_help_lists_the_generated_flags():
+    """--help shows the flags generated from the settings dataclasses (training and data), not
+    only a pointer to --helpfull."""
+    result = run("run_squad.py", "--help")  # absl exits with 1 after --help
+    assert "Traceback" not in result.stderr
+    listed = set(re.findall(r"^  --(?:\[no\])?(\w+):", result.stdout, re.M))
+    assert {"learning_rate", "output_dir", "doc_stride", "version_2_with_negative"} <= listed

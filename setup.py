@@ -17,7 +17,7 @@ setup(
         "tensorflow-text>=2.20,<2.22",
         "keras>=3.10",
         "tensorboard>=2.20",
-        "sentencepiece>=0.2",
+        "sentencepiece>=0.2.3",  # SentencePieceNormalizer.Decompile (LiteRT tokenizer)
         "absl-py>=1.0",
         "tensorflow-datasets>=4.9",
         "safetensors>=0.4",
@@ -37,5 +37,7 @@ setup(
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
         "litert": ["ai-edge-litert>=2.3"],
         "beam": ["apache-beam[tfrecord]>=2.77,<3"],
+        # scripts/benchmark_step.py's peers (benchmark only, never runtime dependencies).
+        "bench": ["keras-hub==0.32.0", "torch==2.13.0", "transformers==4.57.6"],
     },
 )

@@ -3,12 +3,13 @@
     python scripts/export_litert.py --model_dir=out/mrpc --output_dir=out/mrpc/litert \
         --variants=float32,int8_dynamic
 
---model_dir is the --output_dir of run_classifier.py or run_token_classifier.py (model.keras +
-finetune.json). For each variant it writes OUTPUT_DIR/model_<variant>.tflite and prints a table
-(file size, size vs float32, top-1 agreement and max probability difference against the
-SavedModel's float32 model on the dev texts, accuracy); OUTPUT_DIR/litert_report.json holds the
-same numbers. The task's train and dev files are read again (train texts calibrate the "int8"
-variant). See docs/litert.md.
+--model_dir is the --output_dir of run_classifier.py, run_token_classifier.py or run_squad.py
+(model.keras + finetune.json). For each variant it writes OUTPUT_DIR/model_<variant>.tflite and
+prints a table (file size, size vs float32, top-1 agreement and max probability difference
+against the SavedModel's float32 model on the dev texts, accuracy; SQuAD: the rate of answers
+equal to the SavedModel QA export's, and exact match and F1 against the gold answers);
+OUTPUT_DIR/litert_report.json holds the same numbers. The task's train and dev files are read
+again (train texts calibrate the "int8" variant). See docs/litert.md.
 """
 
 import os
@@ -32,6 +33,9 @@ flags.DEFINE_list(
 flags.DEFINE_integer("max_seq_length", None, "Fixed packed length (default: the training one).")
 flags.DEFINE_integer("num_representative", 100, "Train texts that calibrate the int8 variant.")
 flags.DEFINE_integer("max_eval_examples", 1000, "Dev texts to compare on (0: all).")
+flags.DEFINE_integer(
+    "max_windows", 4, "SQuAD: doc-stride windows per question (longer contexts are truncated)."
+)
 
 flags.mark_flag_as_required("model_dir")
 flags.mark_flag_as_required("output_dir")
@@ -57,19 +61,20 @@ def _load():
         if not tf.io.gfile.exists(os.path.join(FLAGS.model_dir, name)):
             cli.fail(
                 f"--model_dir={FLAGS.model_dir} has no {name} (is it the --output_dir of a "
-                "finished run_classifier.py or run_token_classifier.py?)"
+                "finished run_classifier.py, run_token_classifier.py or run_squad.py?)"
             )
     try:
         info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
     except ValueError as e:  # not valid JSON: names the file and line
         cli.fail(str(e))
     task = task_from_description(info["task"])
-    if task.kind not in ("classification", "token_classification"):
+    if task.kind not in ("classification", "token_classification", "squad"):
         cli.fail(
             f"--model_dir={FLAGS.model_dir} holds a {task.kind!r} model; LiteRT export "
-            "supports classification and token_classification"
+            "supports classification, token_classification and squad"
         )
-    task.load(["train", "dev"])
+    if task.kind != "squad":  # SQuAD: the examples are read without building features
+        task.load(["train", "dev"])
     model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
     return model, task
 
@@ -83,6 +88,8 @@ def main(argv):
         cli.fail(f"--num_representative must be >= 1, got {FLAGS.num_representative}")
     if FLAGS.max_eval_examples < 0:
         cli.fail(f"--max_eval_examples must be >= 0, got {FLAGS.max_eval_examples}")
+    if FLAGS.max_windows < 1:
+        cli.fail(f"--max_windows must be >= 1, got {FLAGS.max_windows}")
     from albert_tf.export import litert
 
     model, task = _load()
@@ -94,6 +101,7 @@ def main(argv):
         seq_length=FLAGS.max_seq_length,
         num_representative=FLAGS.num_representative,
         max_eval_examples=FLAGS.max_eval_examples or None,
+        max_windows=FLAGS.max_windows,
     )
     print(litert.format_report(report))
     print(f"report: {os.path.join(FLAGS.output_dir, 'litert_report.json')}")

@@ -18,15 +18,13 @@ Register the latter in the interpreter (see `interpreter`):
         custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
     interpreter.get_signature_runner()(text=np.array([b"Great!"]))
 
-Text preprocessing (`LiteTextInputs`), as close to `AlbertPreprocessor` as TFLite kernels allow:
-1. uncased models: `FastBertNormalizer(lower_case_nfd_strip_accents=True)` (lowercase, NFD,
-   accents stripped, control characters to spaces) stands for ALBERT's NFKD + drop combining
-   marks + `str.lower`; cased models skip it (accents are kept);
-2. `FastSentencepieceTokenizer` (the model proto embedded in the file) applies the model's own
-   normalizer (nmt_nfkc: NFKC, whitespace collapsed);
-3. not reproduced (no TFLite kernel for regex or Unicode tables): the TeX quotes rule (`` and
-   '' -> ") and the digit-comma re-split ("9,000" -> "9", "000", ","). `token_agreement`
-   measures how many texts tokenize differently.
+Text preprocessing (`LiteTextInputs`) gives `AlbertPreprocessor`'s ids with TFLite ops only
+(`albert_tf.export.litert_text`): `FastSentencepieceTokenizer` runs a copy of the SentencePiece
+model whose normalizer also does ALBERT's `preprocess_text` (whitespace, TeX quotes, NFKD
+without combining marks, lowercase), then a table built from the vocabulary applies the
+digit-comma re-split ("9,000," -> "9", ",", "000", ",") to the ids. What still differs (a
+capital sigma ending the text, a Hangul syllable + final jamo, invalid UTF-8, ties between
+equal-score segmentations) is listed in `litert_text`; `token_agreement` measures it.
 
 Packing: `[CLS] a [SEP]` (or `[CLS] a [SEP] b [SEP]`) in exactly `seq_length` positions (fixed
 shape). Truncation keeps the first ids of each text: "round_robin" gives the budget
@@ -46,6 +44,7 @@ import tensorflow as tf
 import tensorflow_text as tft
 
 from albert_tf.convert.weights import ConversionError
+from albert_tf.export import litert_text
 from albert_tf.export.saved_model import float32_copy
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -53,9 +52,11 @@ VARIANTS = ("float32", "float16", "int8_dynamic", "int8")
 # The custom ops tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS registers that we use.
 TFTEXT_OPS = (
     "TFText>FastSentencepieceTokenize",
-    "FastBertNormalize",
     "TFText>WhitespaceTokenize",
     "TFText>WhitespaceTokenizeWithOffsetsV2",
+    # SQuAD (litert_qa): the context's bytes, the answer cut from it.
+    "TFText>ByteSplitWithOffsets",
+    "TFText>ByteSplitByOffsets",
 )
 _TEXT = tf.TensorSpec([None], tf.string, name="text")
 
@@ -76,18 +77,18 @@ class LiteTextInputs:
         self.truncation = preprocessor.truncation
         ids = preprocessor.special_ids
         self.cls_id, self.sep_id, self.pad_id = ids["cls_id"], ids["sep_id"], ids["pad_id"]
-        self.normalizer = (
-            tft.FastBertNormalizer(lower_case_nfd_strip_accents=True) if self.lower_case else None
+        self.sentencepiece = tft.FastSentencepieceTokenizer(
+            litert_text.compose_model_proto(preprocessor.model_proto, self.lower_case)
         )
-        self.sentencepiece = tft.FastSentencepieceTokenizer(preprocessor.model_proto)
+        self.digit_comma = litert_text.DigitCommaTable(preprocessor.model_proto)
         self.unk_id = SentencePieceTokenizer(preprocessor.model_proto).unk_id
 
     def tokenize(self, texts):
-        """tf.string [N] -> (values int32 [total], row_splits int32 [N + 1])."""
-        if self.normalizer is not None:
-            texts = self.normalizer.normalize(texts)
+        """tf.string [N] -> (values int32 [total], row_splits int32 [N + 1]): the ids of
+        `AlbertPreprocessor`'s tokenizer."""
         ids = self.sentencepiece.tokenize(texts)
-        return tf.cast(ids.flat_values, tf.int32), tf.cast(ids.row_splits, tf.int32)
+        values, row_splits = tf.cast(ids.flat_values, tf.int32), tf.cast(ids.row_splits, tf.int32)
+        return self.digit_comma.expand(values, row_splits)
 
     def _kept(self, lengths):
         """Ids kept of each segment (int32 [B] each) under the truncation rule."""
@@ -291,9 +292,16 @@ def convert(fn, variant="float32", representative_texts=None):
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    import tempfile
+
     module = _frozen_module(fn)
     concrete = module.serve.get_concrete_function()
-    converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], module)
+    # Through a SavedModel saved without custom gradients: the encoder's (tf.custom_gradient in
+    # its while loop) cannot be saved, and from_concrete_functions then drops the signature.
+    saved = tempfile.TemporaryDirectory()
+    options = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
+    tf.saved_model.save(module, saved.name, {"serving_default": concrete}, options=options)
+    converter = tf.lite.TFLiteConverter.from_saved_model(saved.name)
     converter.allow_custom_ops = True  # tensorflow-text's TFLite ops (TFText>...)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     if variant != "float32":
@@ -309,12 +317,14 @@ def convert(fn, variant="float32", representative_texts=None):
         )
         names = [spec.name for spec in concrete.structured_input_signature[0]]
 
-        def dataset():
+        def dataset():  # one text at a time: the calibrator does not resize its inputs
             for batch in representative_texts:
-                yield dict(zip(names, [tf.constant(x, tf.string) for x in batch]))
+                for i in range(len(batch[0])):
+                    yield dict(zip(names, [tf.constant(x[i : i + 1], tf.string) for x in batch]))
 
         converter.representative_dataset = dataset
     data = converter.convert()
+    saved.cleanup()
     unknown = sorted(set(custom_ops(data)) - set(TFTEXT_OPS))
     if unknown:
         raise ConversionError(
@@ -377,8 +387,9 @@ def interpreter(model_path=None, model_content=None):
 
 
 def text_ops_bytes(data):
-    """Bytes of the constant inputs of custom ops (the SentencePiece and normalizer models) in
-    a `.tflite` flatbuffer: the part of the file that quantization does not shrink."""
+    """Bytes of the constant inputs of custom ops (the SentencePiece model with its composed
+    normalizer, `litert_text`) in a `.tflite` flatbuffer: the tokenizer, the part of the file
+    that quantization does not shrink (the digit-comma table, a few KB, is not counted)."""
     from tensorflow.lite.python import schema_py_generated as schema
 
     model = schema.Model.GetRootAsModel(data, 0)
@@ -491,7 +502,7 @@ def agreement(outputs, reference, labels=None):
 
 def token_agreement(preprocessor, texts, seq_length=None):
     """Fraction of `texts` whose LiteRT token ids equal `AlbertPreprocessor`'s (both packed to
-    `seq_length`): the cost of the normalization steps TFLite cannot run."""
+    `seq_length`); the differences left are listed in `albert_tf.export.litert_text`."""
     import numpy as np
 
     lite = LiteTextInputs(preprocessor, seq_length)
@@ -546,15 +557,31 @@ def export_finetuned(
     num_representative=100,
     max_eval_examples=None,
     batch_size=32,
+    max_windows=4,
 ):
     """Exports a fine-tuned task's model as `<output_dir>/model_<variant>.tflite` for each
     variant and measures each against the reference on the task's dev texts; writes and returns
     the report (`<output_dir>/litert_report.json`). `task` has its train and dev splits loaded
-    (train: the int8 calibration texts)."""
+    (train: the int8 calibration texts). A SQuAD task goes to `litert_qa.export_finetuned`
+    (`max_windows`: its doc-stride windows per question)."""
     import os
 
     from albert_tf import files
 
+    if task.kind == "squad":
+        from albert_tf.export import litert_qa
+
+        return litert_qa.export_finetuned(
+            model,
+            task,
+            output_dir,
+            variants,
+            seq_length,
+            num_representative,
+            max_eval_examples,
+            batch_size,
+            max_windows,
+        )
     pre = task.preprocessor
     pair = task.kind == "classification" and task.spec.is_pair
     seq_length = int(seq_length or pre.seq_length)
@@ -597,14 +624,20 @@ def export_finetuned(
         entry = {"file": path, "bytes": len(data), "text_ops_bytes": text_ops_bytes(data)}
         entry.update(agreement(outputs, reference, row_labels))
         report["variants"][variant] = entry
-    if "float32" in report["variants"]:
-        base = report["variants"]["float32"]
-        for entry in report["variants"].values():
+    size_ratios(report["variants"])
+    files.write_json(os.path.join(output_dir, "litert_report.json"), report)
+    return report
+
+
+def size_ratios(variants):
+    """Adds each variant's "size_ratio" and "model_size_ratio" (without the text ops' bytes)
+    against float32 to the report's {variant: entry} (when float32 is among them)."""
+    if "float32" in variants:
+        base = variants["float32"]
+        for entry in variants.values():
             entry["size_ratio"] = entry["bytes"] / base["bytes"]
             model_bytes = max(base["bytes"] - base["text_ops_bytes"], 1)
             entry["model_size_ratio"] = (entry["bytes"] - entry["text_ops_bytes"]) / model_bytes
-    files.write_json(os.path.join(output_dir, "litert_report.json"), report)
-    return report
 
 
 def _ratio(entry, key):
@@ -613,10 +646,16 @@ def _ratio(entry, key):
 
 def format_report(report):
     """The report as a text table (one line per variant)."""
+    if report["kind"] == "squad":
+        from albert_tf.export import litert_qa
+
+        return litert_qa.format_report(report)
+    tokenizer = next(iter(report["variants"].values()), {}).get("text_ops_bytes")
     lines = [
         f"{report['task']} ({report['kind']}), seq_length {report['seq_length']}, "
         f"{report['eval_examples']} dev examples; token ids equal to AlbertPreprocessor's "
-        f"on {100 * report['token_agreement']:.1f}% of them",
+        f"on {100 * report['token_agreement']:.1f}% of them"
+        + ("" if tokenizer is None else f"; tokenizer {tokenizer:,} bytes of each file"),
         f"{'variant':<13}{'bytes':>11}{'x f32':>7}{'model x':>8}{'top-1 agr':>10}"
         f"{'max |dp|':>10}{'accuracy':>10}",
     ]

@@ -155,14 +155,19 @@ def _solid_counts(context):
     return tf.concat([counts, tf.fill([cp.nrows(), 1], _BIG)], axis=1)
 
 
-def _candidates(model, inputs, settings, n_best_size):
-    """(starts, ends, scores [N, K] in the Python order, per-window null score or None)."""
+def model_outputs(model, inputs):
+    """The SQuAD model's outputs on packed windows (`question_windows`' dict), floats float32."""
     outputs = model(
         {k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
         | ({"p_mask": inputs["p_mask"]} if _is_v2(model) else {}),
         training=False,
     )
-    outputs = {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in outputs.items()}
+    return {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in outputs.items()}
+
+
+def _candidates(model, outputs, settings, n_best_size):
+    """(starts, ends, scores [N, K] in the Python order, per-window null score or None) from
+    `model_outputs`."""
     if _is_v2(model):
         repeat = model.end_n_top
         starts = tf.repeat(outputs["start_top_index"], repeat, axis=1)
@@ -213,7 +218,9 @@ def _answer_body(model, tokenizer, settings, n_best_size, max_answer_length, nul
             tf.cast(sentencepiece.string_to_id(split["pieces"].flat_values), tf.int64)
         )
         inputs = question_windows(query, ids, settings, cls_id, sep_id)
-        starts, ends, scores, null = _candidates(model, inputs, settings, n_best_size)
+        starts, ends, scores, null = _candidates(
+            model, model_outputs(model, inputs), settings, n_best_size
+        )
         example, piece = inputs["example"], inputs["piece"]
         is_context = piece >= 0
         take = lambda values, index: tf.gather(values, index, batch_dims=1)  # noqa: E731

@@ -87,7 +87,7 @@ def test_int8_sizes_and_accuracy_report(litert_classifier, litert_task, tmp_path
     assert float32["accuracy"] == float32["reference_accuracy"]
     for name in ("int8_dynamic", "int8"):
         entry = variants[name]
-        # The weights shrink 4x; the tokenizer's models (about 0.5 MB here) do not.
+        # The weights shrink 4x; the tokenizer (about 0.3 MB here) does not.
         assert entry["model_size_ratio"] <= 0.3, (name, entry)
         assert entry["text_ops_bytes"] == float32["text_ops_bytes"]
         if name == "int8_dynamic":  # weights int8, activations float: close to float32
@@ -99,6 +99,7 @@ def test_int8_sizes_and_accuracy_report(litert_classifier, litert_task, tmp_path
         assert os.path.getsize(entry["file"]) == entry["bytes"]
     table = litert.format_report(report)
     assert "int8_dynamic" in table and "top-1 agr" in table
+    assert f"; tokenizer {float32['text_ops_bytes']:,} bytes of each file" in table
 
 
 def test_token_classifier_matches_tensorflow(litert_task, tmp_path):
@@ -134,5 +135,5 @@ def test_script_reports_a_bad_model_dir_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"export_litert.py: error: --model_dir={tmp_path} has no model.keras (is it the "
-        "--output_dir of a finished run_classifier.py or run_token_classifier.py?)"
+        "--output_dir of a finished run_classifier.py, run_token_classifier.py or run_squad.py?)"
     )

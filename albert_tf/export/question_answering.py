@@ -253,12 +253,11 @@ def _answer_body(model, tokenizer, settings, n_best_size, max_answer_length, nul
         )
         found = chosen < _BIG
         a, b = _pick(begin, chosen, found), _pick(finish, chosen, found)
+
         # Strip the span: its first and last non-whitespace characters.
-        solid_before = lambda offsets: tf.gather(
-            counts,
-            offsets[:, None],  # noqa: E731
-            batch_dims=1,
-        )
+        def solid_before(offsets):
+            return tf.gather(counts, offsets[:, None], batch_dims=1)
+
         first = tf.searchsorted(counts, solid_before(a) + 1)[:, 0] - 1
         last = tf.searchsorted(counts, solid_before(b))[:, 0]
         outputs = {"score": tf.where(found, best, NO_SPAN_SCORE)}

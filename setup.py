@@ -5,7 +5,9 @@ from setuptools import find_packages, setup
 setup(
     name="albert_tf",
     version="0.1.0",
-    description="ALBERT for TensorFlow 2 and Keras 3: pretrain on TPU, fine-tune with fit, serve raw text.",
+    description=(
+        "ALBERT for TensorFlow 2 and Keras 3: pretrain on TPU, fine-tune with fit, serve raw text."
+    ),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["albert_tf", "albert_tf.*"]),

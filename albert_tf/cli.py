@@ -17,7 +17,7 @@ positional arguments and calls `main`. Exit codes:
   FileExistsError, IsADirectoryError, NotADirectoryError; OSError ENOSPC, EROFS, EACCES, EIO,
   EDQUOT, EFBIG) and TensorFlow's file errors (NotFound, PermissionDenied, DataLoss, and others that
   report a full disk, a read error or a path that is not a directory).
-- 3: run_pretraining's loss became NaN or Inf (NonFiniteLossError).
+- 3: the training loss became NaN or Inf (`albert_tf.train.controller.NonFiniteLossError`).
 - 143: stopped by SIGTERM or Ctrl-C after saving a checkpoint; re-run the same command to resume.
 
 Any other exception is a bug and keeps its traceback (exit code 1).
@@ -140,7 +140,7 @@ def _checked(main, expected):
             if _raised(e, "albert_tf.train.checkpointing", "Preempted"):
                 logging.warning("%s; re-run the same command to resume", e)
                 sys.exit(PREEMPTED_EXIT_CODE)
-            if _raised(e, "albert_tf.train.runner", "NonFiniteLossError"):
+            if _raised(e, "albert_tf.train.controller", "NonFiniteLossError"):
                 fail(_one_line(str(e)), NON_FINITE_LOSS_EXIT_CODE)
             message = error_message(e, expected)
             if message is None:

@@ -1,12 +1,19 @@
-"""Serving and fine-tuning speed on this machine: dynamic padding vs fixed padding.
+"""Serving and fine-tuning speed on this machine: padding, precision, and HF torch side by side.
 
-Measures, for a randomly initialised classifier with the shapes of --preset:
-1. the exported SavedModel (raw text in, loaded with tf.saved_model.load as TF Serving would):
-   latency p50/p99 of one short sentence, and throughput of batches of 32 mixed-length texts,
-   with dynamic padding vs the same model padding every request to --fixed_length tokens;
-2. fine-tuning (keras fit) examples/s on the same length mix with and without dynamic padding.
+Measures, for a randomly initialised classifier with the shapes of --preset (--measure picks):
+- padding: the exported SavedModel (raw text in, loaded with tf.saved_model.load as TF Serving
+  would): latency p50/p99 of one short sentence, and throughput of batches of 32 mixed-length
+  texts, with dynamic padding vs the same model padding every request to --fixed_length tokens;
+- precision: the same with the bfloat16 export (`compute_dtype="bfloat16"`), its agreement with
+  float32 on the texts (top-1 agreement, max probability difference), and the HF transformers
+  pipeline on the same texts and random weights (AlbertTokenizerFast converted from the same
+  SentencePiece model + AlbertForSequenceClassification, torch CPU, float32 and bf16 autocast;
+  skipped with a message unless torch and transformers are installed: pip install
+  albert_tf[bench]), with the ratios albert_tf / HF;
+- finetune: keras fit examples/s on the same length mix with and without dynamic padding.
 
-    python scripts/benchmark_serving.py --spm_model_file=tiny.model --preset=albert_base_v2
+    python scripts/benchmark_serving.py --spm_model_file=tiny.model --preset=albert_base_v2 \
+        --measure=precision
 
 Texts are docstring paragraphs of numpy (1-6 sentences: a realistic spread of lengths).
 """
@@ -32,6 +39,11 @@ flags.DEFINE_integer("train_seq_length", 128, "max_seq_length for the fine-tunin
 flags.DEFINE_integer("train_batch_size", 16, "Fine-tuning batch size.")
 flags.DEFINE_integer("train_steps", 4, "Timed fine-tuning steps per padding mode (after 1 warmup).")
 flags.DEFINE_string("work_dir", "/tmp/albert_tf_benchmark_serving", "Where exports are written.")
+flags.DEFINE_list(
+    "measure",
+    ["padding", "precision", "finetune"],
+    "What to measure: padding, precision, finetune.",
+)
 flags.mark_flag_as_required("spm_model_file")
 
 
@@ -47,29 +59,126 @@ def _texts(count, seed=0):
     return texts
 
 
-def _serving(path, texts):
-    import tensorflow as tf
+SHORT_SENTENCE = "How long does a short sentence take?"
 
-    serve = tf.saved_model.load(path).signatures["serving_default"]
-    one = tf.constant(["How long does a short sentence take?"])
+
+def _timed(predict, texts):
+    """Latency of one short sentence and throughput of batches of 32 for predict(list of str)
+    -> float32 probabilities [B, C] (a numpy array)."""
+    one = [SHORT_SENTENCE]
     for _ in range(3):
-        serve(text=one)
+        predict(one)
     latencies = []
     for _ in range(FLAGS.latency_reps):
         start = time.perf_counter()
-        serve(text=one)["probabilities"].numpy()
+        predict(one)
         latencies.append(time.perf_counter() - start)
-    batches = [tf.constant(texts[i * 32 : (i + 1) * 32]) for i in range(FLAGS.throughput_batches)]
-    serve(text=batches[0])
+    batches = [texts[i * 32 : (i + 1) * 32] for i in range(FLAGS.throughput_batches)]
+    predict(batches[0])
     start = time.perf_counter()
     for batch in batches:
-        serve(text=batch)["probabilities"].numpy()
+        predict(batch)
     elapsed = time.perf_counter() - start
     return {
         "p50_ms": 1e3 * float(np.percentile(latencies, 50)),
         "p99_ms": 1e3 * float(np.percentile(latencies, 99)),
         "batch32_texts_per_s": 32 * len(batches) / elapsed,
     }
+
+
+def _saved_model_predict(path):
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
+
+
+def _hf_predict(spm_model_file, config, max_length):
+    """(predict float32, predict bf16 autocast, tokenizer, versions) of the HF pipeline with
+    random weights of `config`'s shapes, or None when torch or transformers is missing."""
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        logging.warning("HF torch pipeline skipped (%s): pip install albert_tf[bench]", e)
+        return None
+    try:
+        tokenizer = transformers.AlbertTokenizerFast(vocab_file=spm_model_file, do_lower_case=True)
+    except Exception as e:  # the conversion needs protobuf/sentencepiece; fall back to slow
+        logging.warning("AlbertTokenizerFast conversion failed (%s): AlbertTokenizer (slow)", e)
+        tokenizer = transformers.AlbertTokenizer(vocab_file=spm_model_file, do_lower_case=True)
+    torch.manual_seed(0)
+    model = transformers.AlbertForSequenceClassification(
+        transformers.AlbertConfig(
+            vocab_size=config.vocab_size,
+            embedding_size=config.embedding_size,
+            hidden_size=config.hidden_size,
+            num_hidden_layers=config.num_hidden_layers,
+            num_attention_heads=config.num_attention_heads,
+            intermediate_size=config.intermediate_size,
+            hidden_act="gelu_new",
+            max_position_embeddings=config.max_position_embeddings,
+            num_labels=2,
+        )
+    ).eval()
+
+    def predict(texts, bf16=False):
+        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            inputs = tokenizer(
+                texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+            )
+            return torch.softmax(model(**inputs).logits.float(), -1).numpy()
+
+    versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
+    return predict, lambda texts: predict(texts, bf16=True), tokenizer, versions
+
+
+def _precision(model, fixed, config, texts, results):
+    """albert_tf float32 and bfloat16 exports and the HF pipeline, side by side."""
+    import tensorflow as tf
+
+    from albert_tf.export.saved_model import export_classifier
+
+    served = {}
+    for dtype in ("float32", "bfloat16"):
+        path = export_classifier(
+            model,
+            fixed,
+            f"{FLAGS.work_dir}/{dtype}",
+            write_warmup=False,
+            compute_dtype=dtype,
+            agreement_texts=texts if dtype != "float32" else None,
+        )
+        with open(os.path.join(path, "assets.extra", "albert_tf.json")) as f:
+            description = json.load(f)
+        if "agreement_with_float32" in description:
+            results["bfloat16_agreement_with_float32"] = description["agreement_with_float32"]
+        served[f"albert_tf_{dtype}"] = _saved_model_predict(path)
+    hf = _hf_predict(FLAGS.spm_model_file, config, FLAGS.fixed_length)
+    if hf is not None:
+        served["hf_torch_float32"], served["hf_torch_bf16_autocast"], tokenizer, versions = hf
+        results["hf_tokenizer"], results["hf_versions"] = type(tokenizer).__name__, versions
+        ours = fixed({"text": tf.constant(texts)})
+        ours = [
+            row[mask == 1].tolist()
+            for row, mask in zip(ours["input_word_ids"].numpy(), ours["input_mask"].numpy())
+        ]
+        theirs = tokenizer(texts, truncation=True, max_length=FLAGS.fixed_length)["input_ids"]
+        results["hf_same_ids_fraction"] = float(np.mean([a == b for a, b in zip(ours, theirs)]))
+    for name, predict in served.items():
+        results[f"serving_{name}"] = _timed(predict, texts)
+        logging.info("serving %s: %s", name, results[f"serving_{name}"])
+    if hf is not None:
+        ours = {k: results[f"serving_albert_tf_{k}"] for k in ("float32", "bfloat16")}
+        peer = results["serving_hf_torch_float32"]
+        results["ratios_vs_hf_torch_float32"] = {
+            f"albert_tf_{k}": {
+                "p50": v["p50_ms"] / peer["p50_ms"],
+                "p99": v["p99_ms"] / peer["p99_ms"],
+                "batch32_texts_per_s": v["batch32_texts_per_s"] / peer["batch32_texts_per_s"],
+            }
+            for k, v in ours.items()
+        }
 
 
 def _finetune(model, preprocessor, texts):
@@ -87,6 +196,9 @@ def _finetune(model, preprocessor, texts):
 
 def main(argv):
     del argv
+    unknown = sorted(set(FLAGS.measure) - {"padding", "precision", "finetune"})
+    if unknown or not FLAGS.measure:
+        cli.fail(f"--measure: expected some of padding, precision, finetune, got {FLAGS.measure}")
     import keras
     import tensorflow as tf
 
@@ -111,13 +223,17 @@ def main(argv):
             "max": int(lengths.max()),
         },
     }
-    for name, dynamic in (("dynamic", True), (f"fixed_{FLAGS.fixed_length}", False)):
+    paddings = (("dynamic", True), (f"fixed_{FLAGS.fixed_length}", False))
+    for name, dynamic in paddings if "padding" in FLAGS.measure else ():
         path = export_classifier(
             model, fixed, f"{FLAGS.work_dir}/{name}", dynamic_padding=dynamic, write_warmup=False
         )
-        results[f"serving_{name}"] = _serving(path, texts)
+        results[f"serving_{name}"] = _timed(_saved_model_predict(path), texts)
         logging.info("serving %s: %s", name, results[f"serving_{name}"])
-    for name, dynamic in (("dynamic", True), (f"fixed_{FLAGS.train_seq_length}", False)):
+    if "precision" in FLAGS.measure:
+        _precision(model, fixed, config, texts, results)
+    paddings = (("dynamic", True), (f"fixed_{FLAGS.train_seq_length}", False))
+    for name, dynamic in paddings if "finetune" in FLAGS.measure else ():
         train_model = AlbertClassifier(AlbertModel(config), num_classes=2)
         train_model.compile(num_train_steps=100)
         pre = AlbertPreprocessor(

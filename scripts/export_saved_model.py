@@ -8,9 +8,19 @@ A pretrained backbone for embeddings (a directory written by albert_tf.save):
 
     python scripts/export_saved_model.py --pretrained_dir=pretrained/ --export_dir=/models/albert
 
-Run it in its own process (not inside a TPU job): the model is rebuilt under float32.
+Run it in its own process (not inside a TPU job): the model is rebuilt under float32, or with
+--compute_dtype=bfloat16 under mixed_bfloat16 (bfloat16 matmuls, float32 weights and outputs;
+faster batches on CPUs with AVX512-BF16 or AMX). A bfloat16 export of a classifier or a
+backbone is compared with float32 on held-out texts (--agreement_file, or numpy docstring
+paragraphs): top-1 agreement and max probability difference (backbone: pooled-output cosine),
+printed as one JSON line before the export path and stored in assets.extra/albert_tf.json.
+
+    python scripts/export_saved_model.py --model_dir=out/mrpc --export_dir=/models/mrpc_bf16 \
+        --compute_dtype=bfloat16
 """
 
+import inspect
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
@@ -43,8 +53,49 @@ flags.DEFINE_bool(
     "Backbone export: pad each request batch to its longest text (fine-tuned models always do).",
 )
 flags.DEFINE_enum("warmup", "auto", ["auto", "true", "false"], "Write TF Serving warmup requests.")
+flags.DEFINE_enum(
+    "compute_dtype",
+    "float32",
+    ["float32", "bfloat16"],
+    "Serving compute dtype: bfloat16 = mixed_bfloat16 (float32 weights and outputs).",
+)
+flags.DEFINE_string(
+    "agreement_file",
+    None,
+    "bfloat16 export: held-out texts to compare with float32, one per line (pair tasks: "
+    "text<TAB>text_pair). Default: numpy docstring paragraphs.",
+)
+flags.DEFINE_integer(
+    "agreement_texts", 256, "bfloat16 export: how many held-out texts are compared (at most)."
+)
 
 flags.mark_flag_as_required("export_dir")
+
+
+def _agreement_texts(pair):
+    """Held-out texts for the bfloat16 vs float32 comparison (None for a float32 export)."""
+    if FLAGS.compute_dtype == "float32":
+        return None
+    count = FLAGS.agreement_texts
+    if FLAGS.agreement_file:
+        import tensorflow as tf
+
+        if not tf.io.gfile.exists(FLAGS.agreement_file):
+            cli.fail(f"--agreement_file={FLAGS.agreement_file} does not exist")
+        with tf.io.gfile.GFile(FLAGS.agreement_file) as f:
+            lines = [line for line in f.read().splitlines() if line.strip()]
+        if pair:
+            lines = [(line.split("\t", 1) + [""])[:2] for line in lines]
+            return [tuple(p) for p in lines[:count]]
+        return lines[:count]
+    from albert_tf.data.corpora import iter_documents
+
+    texts = []
+    for document in iter_documents("builtin:docstrings", packages=("numpy",)):
+        texts.append(" ".join(document[:3]))
+        if len(texts) > count:
+            break
+    return list(zip(texts, texts[1:])) if pair else texts[:count]
 
 
 def _export_finetuned(write_warmup):
@@ -63,6 +114,17 @@ def _export_finetuned(write_warmup):
             )
     info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
     task = task_from_description(info["task"])
+    extra = {}
+    if FLAGS.compute_dtype != "float32":
+        if "compute_dtype" not in inspect.signature(task.export).parameters:
+            cli.fail(
+                f"--compute_dtype={FLAGS.compute_dtype}: a {task.kind} export runs in float32 "
+                "only (bfloat16: classification and regression tasks, backbones)"
+            )
+        extra = dict(
+            compute_dtype=FLAGS.compute_dtype,
+            agreement_texts=_agreement_texts(task.spec.is_pair),
+        )
     model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
     return task.export(
         model,
@@ -70,6 +132,7 @@ def _export_finetuned(write_warmup):
         version=FLAGS.version,
         seq_length=FLAGS.max_seq_length,
         write_warmup=write_warmup,
+        **extra,
     )
 
 
@@ -92,6 +155,8 @@ def _export_backbone(write_warmup):
         version=FLAGS.version,
         dynamic_padding=FLAGS.dynamic_padding,
         write_warmup=write_warmup,
+        compute_dtype=FLAGS.compute_dtype,
+        agreement_texts=_agreement_texts(FLAGS.pair),
     )
 
 
@@ -103,9 +168,16 @@ def main(argv):
         cli.fail(f"--version must be >= 1, got {FLAGS.version}")
     if FLAGS.max_seq_length is not None and not 3 <= FLAGS.max_seq_length <= 512:
         cli.fail(f"--max_seq_length must be in [3, 512], got {FLAGS.max_seq_length}")
+    if FLAGS.agreement_texts < 1:
+        cli.fail(f"--agreement_texts must be >= 1, got {FLAGS.agreement_texts}")
     write_warmup = {"auto": "auto", "true": True, "false": False}[FLAGS.warmup]
     path = _export_finetuned(write_warmup) if FLAGS.model_dir else _export_backbone(write_warmup)
     logging.info("Exported %s", path)
+    from albert_tf import files
+
+    description = files.read_json(os.path.join(path, "assets.extra", "albert_tf.json"))
+    if "agreement_with_float32" in description:
+        print(json.dumps({"agreement_with_float32": description["agreement_with_float32"]}))
     print(path)
 
 

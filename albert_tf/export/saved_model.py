@@ -2,32 +2,37 @@
 
 `export_classifier` writes EXPORT_DIR/<version>/ with three signatures:
 
-| signature | inputs | outputs |
-|---|---|---|
-| serving_default | text (+ text_pair for pair tasks): tf.string [B] | probabilities [B, C], logits [B, C], label int64 [B] (+ label_name [B] when the classifier has label names); regression: score [B] |
-| predict_ids | input_word_ids, input_mask, input_type_ids: int32 [B, S] | the same |
-| encode | the same text inputs as serving_default | pooled_output [B, H], sequence_output [B, S, H], input_mask [B, S] |
+- serving_default: text (+ text_pair for pair tasks), tf.string [B] -> probabilities [B, C],
+  logits [B, C], label int64 [B] (+ label_name [B] when the classifier has label names);
+  regression: score [B].
+- predict_ids: input_word_ids, input_mask, input_type_ids, int32 [B, S] -> the same.
+- encode: the same text inputs as serving_default -> pooled_output [B, H],
+  sequence_output [B, S, H], input_mask [B, S].
 
 `export_backbone` writes an embeddings model: serving_default = encode (raw text) and
 encode_ids (token ids).
 
-The model is re-created under the float32 policy outside any distribution strategy and gets the
-trained weights (a mixed_bfloat16 or TPU-trained model serves in float32 on CPUs). The
-preprocessor pads each request batch to its longest text (rounded up to a multiple of 8), so a
-short sentence does not pay for `seq_length` positions. The export needs only TensorFlow and
-TensorFlow Text ops, which stock TF Serving links. `assets.extra/tf_serving_warmup_requests`
-holds a few requests (when tensorflow-serving-api is installed) and `assets.extra/albert_tf.json`
-describes the export.
+The model is re-created outside any distribution strategy under `compute_dtype`'s policy and
+gets the trained weights: "float32" (default; a mixed_bfloat16 or TPU-trained model serves in
+float32) or "bfloat16" (mixed_bfloat16: float32 weights and outputs, bfloat16 matmuls, faster
+batches on CPUs with AVX512-BF16 or AMX; `measure_agreement` states how far it is from float32).
+The preprocessor pads each request batch to its longest text (rounded up to a
+multiple of 8), so a short sentence does not pay for `seq_length` positions. The export needs
+only TensorFlow and TensorFlow Text ops, which stock TF Serving links.
+`assets.extra/tf_serving_warmup_requests` holds a few requests (when tensorflow-serving-api is
+installed) and `assets.extra/albert_tf.json` describes the export.
 
 >>> path = export_classifier(classifier, preprocessor, "/tmp/serving/albert")  # doctest: +SKIP
 >>> import tensorflow as tf, tensorflow_text  # doctest: +SKIP
->>> tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["Great!"]))  # doctest: +SKIP
+>>> serve = tf.saved_model.load(path).signatures["serving_default"]  # doctest: +SKIP
+>>> serve(text=tf.constant(["Great!"]))["probabilities"]  # doctest: +SKIP
 """
 
 import json
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -44,22 +49,33 @@ _TEXT = tf.TensorSpec([None], tf.string)
 _IDS = tf.TensorSpec([None, None], tf.int32)
 
 
+# export compute_dtype -> the Keras dtype policy the served copy is rebuilt under. Variables stay
+# float32 (bfloat16 casts them once per request, outside the encoder loop); LayerNorm, softmax and
+# the logits compute in float32 either way, and every output is float32.
+COMPUTE_DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+
+
 def float32_copy(model):
     """A fresh copy of a Keras model under the float32 policy with the same weights."""
-    config = _float32_config(model.get_config())
+    return policy_copy(model, "float32")
+
+
+def policy_copy(model, policy):
+    """A fresh copy of a Keras model under dtype policy `policy` with the same weights."""
+    config = _policy_config(model.get_config(), policy)
     clone = type(model).from_config(config)
     clone.set_weights(model.get_weights())
     return clone
 
 
-def _float32_config(config):
+def _policy_config(config, policy):
     if isinstance(config, dict):
         return {
-            k: ("float32" if k == "dtype" and v is not None else _float32_config(v))
+            k: (policy if k == "dtype" and v is not None else _policy_config(v, policy))
             for k, v in config.items()
         }
     if isinstance(config, list):
-        return [_float32_config(v) for v in config]
+        return [_policy_config(v, policy) for v in config]
     return config
 
 
@@ -95,8 +111,8 @@ def _encode_body(backbone):
     def body(inputs):
         outputs = backbone(inputs, training=False)
         return {
-            "pooled_output": outputs["pooled_output"],
-            "sequence_output": outputs["sequence_output"],
+            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
+            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
             "input_mask": inputs["input_mask"],
         }
 
@@ -169,21 +185,91 @@ def _serving_preprocessor(preprocessor, dynamic_padding):
     return preprocessor.with_padding(dynamic_padding)
 
 
-def _start_archive(model, preprocessor, dynamic_padding):
-    """(float32 copy of `model`, serving preprocessor, ExportArchive tracking both)."""
+def _start_archive(model, preprocessor, dynamic_padding, compute_dtype):
+    """(copy of `model` under `compute_dtype`, serving preprocessor, ExportArchive tracking
+    both)."""
     from albert_tf.text.vocab_check import check_vocabulary_matches
 
+    if compute_dtype not in COMPUTE_DTYPES:
+        raise ValueError(
+            f"compute_dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {compute_dtype!r}"
+        )
     pre = _serving_preprocessor(preprocessor, dynamic_padding)
     check_vocabulary_matches(
         preprocessor,
         getattr(model, "backbone", model).config,
         model=f"the exported {type(model).__name__}",
     )
-    model = float32_copy(model)
+    model = policy_copy(model, COMPUTE_DTYPES[compute_dtype])
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(pre)
     return model, pre, archive
+
+
+def measure_agreement(reference, candidate, preprocessor, texts, pair=False, batch_size=32):
+    """How closely `candidate` (e.g. the bfloat16 serving copy) follows `reference` (float32).
+
+    Both are `AlbertClassifier`s or both `AlbertModel`s; `texts` are held-out strings, or
+    (text, text_pair) tuples when `pair`. Returns {"texts": N, ...} with, for a classifier,
+    "top1_agreement" (fraction of texts with the same label) and "max_probability_difference"
+    (largest |p - p_ref| over texts and classes); for regression "max_score_difference"; for a
+    backbone "min_pooled_cosine" and "max_pooled_difference" (pooled_output).
+
+    >>> measure_agreement(classifier, bf16_copy, pre, ["A held-out text."])  # doctest: +SKIP
+    {'texts': 1, 'top1_agreement': 1.0, 'max_probability_difference': 0.0012}
+    """
+    classifier = hasattr(reference, "is_regression")
+
+    def outputs(model, inputs):
+        out = model(inputs, training=False)
+        out = out if classifier else out["pooled_output"]
+        return tf.cast(out, tf.float32).numpy()
+
+    ref, cand = [], []
+    texts = list(texts)
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start : start + batch_size]
+        if pair:
+            request = {"text": [a for a, _ in batch], "text_pair": [b for _, b in batch]}
+        else:
+            request = {"text": batch}
+        inputs = preprocessor({k: tf.constant(v, tf.string) for k, v in request.items()})
+        ref.append(outputs(reference, inputs))
+        cand.append(outputs(candidate, inputs))
+    ref, cand = np.concatenate(ref), np.concatenate(cand)
+    result = {"texts": len(texts)}
+    if not classifier:
+        cosine = np.sum(ref * cand, -1) / (
+            np.linalg.norm(ref, axis=-1) * np.linalg.norm(cand, axis=-1) + 1e-12
+        )
+        result.update(
+            min_pooled_cosine=float(cosine.min()),
+            max_pooled_difference=float(np.abs(ref - cand).max()),
+        )
+    elif reference.is_regression:
+        result["max_score_difference"] = float(np.abs(ref - cand).max())
+    else:
+        p_ref, p_cand = _softmax(ref), _softmax(cand)
+        result.update(
+            top1_agreement=float(np.mean(ref.argmax(-1) == cand.argmax(-1))),
+            max_probability_difference=float(np.abs(p_ref - p_cand).max()),
+        )
+    return result
+
+
+def _softmax(logits):
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _agreement(model, served, pre, pair, compute_dtype, agreement_texts):
+    """{"agreement_with_float32": ...} for the description (empty for float32 or no texts)."""
+    if compute_dtype == "float32" or agreement_texts is None:
+        return {}
+    result = measure_agreement(float32_copy(model), served, pre, agreement_texts, pair=pair)
+    logging.info("%s export vs float32: %s", compute_dtype, result)
+    return {"agreement_with_float32": result}
 
 
 def _description(kind, preprocessor, pair, signatures, **extra):
@@ -207,6 +293,8 @@ def export_classifier(
     version=None,
     dynamic_padding=True,
     write_warmup="auto",
+    compute_dtype="float32",
+    agreement_texts=None,
 ):
     """Exports an `AlbertClassifier` with raw-text signatures; returns EXPORT_DIR/<version>.
 
@@ -219,8 +307,13 @@ def export_classifier(
         version: integer version (default: one more than the highest existing).
         dynamic_padding: pad each request batch to its longest text instead of seq_length.
         write_warmup: True, False, or "auto" (write when tensorflow-serving-api is installed).
+        compute_dtype: "float32" or "bfloat16" (the model runs under mixed_bfloat16: faster
+            batches on CPUs with AVX512-BF16 or AMX; outputs stay float32).
+        agreement_texts: held-out texts ((text, text_pair) tuples when `pair`): with a
+            bfloat16 export, `measure_agreement` with the float32 model on them is logged and
+            stored in assets.extra/albert_tf.json ("agreement_with_float32").
     """
-    model, pre, archive = _start_archive(classifier, preprocessor, dynamic_padding)
+    model, pre, archive = _start_archive(classifier, preprocessor, dynamic_padding, compute_dtype)
     head = _classifier_body(model)
     archive.add_endpoint("serving_default", *_text_endpoint(pre, pair, head))
     archive.add_endpoint("predict_ids", *_ids_endpoint(head))
@@ -233,6 +326,8 @@ def export_classifier(
         num_classes=model.num_classes,
         labels=model.labels,
         regression=model.is_regression,
+        compute_dtype=compute_dtype,
+        **_agreement(classifier, model, pre, pair, compute_dtype, agreement_texts),
     )
     return _write(archive, export_dir, version, pair, description, write_warmup)
 
@@ -245,13 +340,15 @@ def export_backbone(
     version=None,
     dynamic_padding=True,
     write_warmup="auto",
+    compute_dtype="float32",
+    agreement_texts=None,
 ):
     """Exports an `AlbertModel` for embeddings: serving_default (= encode, raw text) and encode_ids.
 
     Outputs: pooled_output [B, H], sequence_output [B, S, H] and input_mask [B, S] (to average
     over real tokens). Arguments as in `export_classifier`.
     """
-    model, pre, archive = _start_archive(backbone, preprocessor, dynamic_padding)
+    model, pre, archive = _start_archive(backbone, preprocessor, dynamic_padding, compute_dtype)
     body = _encode_body(model)
     archive.add_endpoint("serving_default", *_text_endpoint(pre, pair, body))
     archive.add_endpoint("encode_ids", *_ids_endpoint(body))
@@ -261,5 +358,7 @@ def export_backbone(
         pair,
         ["serving_default", "encode_ids"],
         hidden_size=model.config.hidden_size,
+        compute_dtype=compute_dtype,
+        **_agreement(backbone, model, pre, pair, compute_dtype, agreement_texts),
     )
     return _write(archive, export_dir, version, pair, description, write_warmup)

@@ -285,7 +285,17 @@ class SentenceClassificationTask(FinetuneTask):
             )
         logging.info("Wrote %d %s predictions to %s", len(submit), split, output_dir)
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+    def export(
+        self,
+        model,
+        export_dir,
+        version=None,
+        seq_length=None,
+        write_warmup="auto",
+        compute_dtype="float32",
+        agreement_texts=None,
+    ):
+        """`export_classifier` (compute_dtype and agreement_texts are passed on)."""
         from albert_tf.export.saved_model import export_classifier
 
         preprocessor = self.preprocessor
@@ -300,6 +310,8 @@ class SentenceClassificationTask(FinetuneTask):
             version=version,
             dynamic_padding=True,
             write_warmup=write_warmup,
+            compute_dtype=compute_dtype,
+            agreement_texts=agreement_texts,
         )
 
     def describe(self):

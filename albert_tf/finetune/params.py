@@ -13,6 +13,7 @@ stride) live in the task's own dataclass (`ClassificationData`, `TaggingData`).
 import dataclasses
 from typing import Optional
 
+from albert_tf.precision import PRECISIONS
 from albert_tf.settings import InvalidFlagError, setting
 
 STRATEGIES = ("one_device", "mirrored", "tpu")
@@ -78,7 +79,18 @@ class FinetuneParams:
     tpu: Optional[str] = setting(None, "TPU name or address for --strategy=tpu.")
     logical_cpus: int = setting(0, "Mirror over this many logical CPUs (testing).")
     precision: str = setting(
-        "float32", "Compute dtype policy.", choices=("float32", "mixed_bfloat16")
+        "auto",
+        "Compute dtype policy; auto: mixed_bfloat16 on TPU, on CPUs with AMX/AVX512-BF16 and on "
+        "GPUs of compute capability >= 8.0, else float32 (albert_tf.precision).",
+        choices=PRECISIONS,
+    )
+    jit_compile: Optional[bool] = setting(
+        None, "XLA-compile the train step (default: on GPU and TPU, off on CPU)."
+    )
+    recompute: bool = setting(
+        False,
+        "Recompute the encoder block in the backward pass instead of keeping its activations "
+        "(gradient checkpointing: less memory, about one more forward pass of time).",
     )
     seed: int = setting(12345, "Random seed (initialisation, dropout, data order).")
     export_dir: Optional[str] = setting(

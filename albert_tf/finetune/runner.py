@@ -23,7 +23,8 @@ run (tested on CPU with a fixed seed).
 
 >>> from albert_tf.finetune.classification import ClassificationData, SentenceClassificationTask
 >>> params = FinetuneParams(output_dir="/tmp/mrpc", init_checkpoint="pretrained/")  # doctest: +SKIP
->>> task = SentenceClassificationTask(ClassificationData(task_name="mrpc", data_dir="glue"))  # doctest: +SKIP
+>>> data = ClassificationData(task_name="mrpc", data_dir="glue")
+>>> task = SentenceClassificationTask(data)  # doctest: +SKIP
 >>> run_finetuning(params, task)["best"]  # doctest: +SKIP
 {'step': 800, 'metric': 'accuracy', 'value': 0.87}
 """
@@ -143,11 +144,14 @@ def _backbone(params, vocab_size):
 
     dropout = params.albert_dropout
     if params.init_checkpoint:
-        return load_backbone(params.init_checkpoint, dropout, dropout)
-    overrides = {"vocab_size": vocab_size}
-    if dropout is not None:
-        overrides.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-    return AlbertModel(AlbertConfig.from_preset(params.preset, **overrides))
+        backbone = load_backbone(params.init_checkpoint, dropout, dropout)
+    else:
+        overrides = {"vocab_size": vocab_size}
+        if dropout is not None:
+            overrides.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        backbone = AlbertModel(AlbertConfig.from_preset(params.preset, **overrides))
+    backbone.recompute = params.recompute
+    return backbone
 
 
 # ----------------------------------------------------------------------------- run state
@@ -250,6 +254,8 @@ class _Finetuner:
                 weight_decay_rate=p.weight_decay_rate,
                 global_clipnorm=p.clip_norm,
                 steps_per_execution=p.steps_per_execution,
+                precision=p.precision,
+                jit_compile=p.jit_compile and not self.tpu,  # TPUStrategy compiles the step
             )
             self.model.build_optimizer()
         self.optimizer = self.model.optimizer
@@ -363,7 +369,7 @@ class _Finetuner:
             self.strategy.num_replicas_in_sync,
             p.save_checkpoints_steps,
         )
-        seconds_per_step = None
+        timer = summaries.StepTimer(start)  # the latest chunk's pace
         with checkpointing.PreemptionWatcher(signals=checkpointing.STOP_SIGNALS) as watcher:
             while step < p.num_train_steps:
                 boundary = min(
@@ -389,8 +395,7 @@ class _Finetuner:
                 elapsed = time.time() - began
                 done = self.step - step
                 step = self.step
-                if done and (seconds_per_step is None or step - done > start):
-                    seconds_per_step = elapsed / done  # the first chunk includes tracing
+                timer.update(step, done, elapsed)
                 loss = (
                     float(history.history["loss"][-1])
                     if history.history.get("loss")
@@ -398,18 +403,9 @@ class _Finetuner:
                 )
                 learning_rate = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
                 rate = done * p.train_batch_size / max(elapsed, 1e-9)
-                logging.info(
-                    "step %d/%d (%.0f%%) | loss %.4f | lr %.2e | %.1f examples/s | ETA %s",
-                    step,
-                    p.num_train_steps,
-                    100.0 * step / p.num_train_steps,
-                    loss,
-                    learning_rate,
-                    rate,
-                    summaries.format_duration(
-                        (seconds_per_step or 0.0) * (p.num_train_steps - step)
-                    ),
-                )
+                fields = [f"loss {loss:.4f}", f"lr {learning_rate:.2e}", f"{rate:.1f} examples/s"]
+                eta = timer.eta(p.num_train_steps - step)
+                logging.info(summaries.format_progress(step, p.num_train_steps, fields, eta))
                 if not np.isfinite(loss):
                     raise FloatingPointError(
                         f"the training loss is {loss} at step {step}; the newest checkpoint "
@@ -522,6 +518,7 @@ def run_finetuning(params, task, strategy=None):
     or Ctrl-C.
     """
     show_progress()
+    from albert_tf.precision import resolve as resolve_precision
     from albert_tf.train.task import set_precision
 
     validate(params)
@@ -559,8 +556,10 @@ def run_finetuning(params, task, strategy=None):
     task.load(wanted)
     params = _steps_from_epochs(params, task)
     tf.io.gfile.makedirs(params.output_dir)
+    choice = resolve_precision(params.precision, params.jit_compile, strategy)  # logs it
+    params = dataclasses.replace(params, precision=choice.policy, jit_compile=choice.jit_compile)
     previous_policy = keras.config.dtype_policy()
-    set_precision(params.precision)
+    set_precision(choice)
     try:
         runner = _Finetuner(params, task, strategy)
         runner.build(task.vocab_size)

@@ -8,6 +8,11 @@ l = i // inner_group_num, sublayer k = i % inner_group_num, and uses attention g
 l // (L // attention_groups) and FFN group l // (L // ffn_groups) (the original's
 group_idx = int(l / L * num_hidden_groups)). The graph therefore holds one block whatever the
 depth; `unroll=True` builds the same math as a Python loop over the same weights.
+
+What the backward pass keeps per iteration is what the loop's gradient accumulates: the
+block's activations (with LayerNorm and GELU gradients written out so that only their inputs
+are kept, see block.py), or, with `recompute=True`, only the block's input hidden state, the
+block being run again in the backward pass (see `recomputed`).
 """
 
 import keras
@@ -126,6 +131,42 @@ def _selector(stacks):
     return lambda index: {k: tf.gather(v, index) for k, v in stacks.items()}
 
 
+def recomputed(fn):
+    """fn(hidden, attention, ffn) -> hidden, with a gradient that runs fn again on its inputs.
+
+    The backward pass keeps only fn's inputs (the block's input [B, S, H], the weights, which
+    are loop invariants, and whatever fn closes over, e.g. the iteration's dropout seed) instead
+    of every activation, at the cost of a second forward pass of the block. Dropout masks are
+    drawn from stateless seeds, so the recomputation sees the same masks as the forward pass.
+    `attention` and `ffn` are dicts of tensors (never variables).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> square = recomputed(lambda h, a, f: h * h * a["w"] + f["b"])
+        >>> h = tf.constant([3.0])
+        >>> with tf.GradientTape() as tape:
+        ...     tape.watch(h)
+        ...     y = square(h, {"w": tf.constant([2.0])}, {"b": tf.constant([1.0])})
+        >>> float(tape.gradient(y, h)[0])
+        12.0
+    """
+
+    @tf.custom_gradient
+    def call(hidden, attention, ffn):
+        def grad(dy):
+            inputs = (hidden, attention, ffn)
+            with tf.GradientTape() as tape:
+                tape.watch(inputs)
+                out = fn(*inputs)
+            return tape.gradient(
+                out, inputs, output_gradients=dy, unconnected_gradients=tf.UnconnectedGradients.ZERO
+            )
+
+        return fn(hidden, attention, ffn), grad
+
+    return call
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertEncoder(keras.layers.Layer):
     """The transformer stack with ALBERT's cross-layer parameter sharing.
@@ -138,6 +179,9 @@ class AlbertEncoder(keras.layers.Layer):
         config: an AlbertConfig (or its dict).
         output_encoder_outputs: also return every block's output.
         unroll: build a Python loop instead of `tf.while_loop` (same weights, same math).
+        recompute: keep only each block's input for the backward pass and run the block again
+            there (gradient checkpointing; same gradients, less memory, about one more forward
+            pass of time).
         seed: seed of the dropout masks (used only with dropout > 0 and training=True).
 
     Variables: `encoder/attention/<name>` [attention_groups, inner_group_num, ...] and
@@ -155,7 +199,15 @@ class AlbertEncoder(keras.layers.Layer):
         TensorShape([4, 2, 5, 8])
     """
 
-    def __init__(self, config, output_encoder_outputs=False, unroll=False, seed=None, **kwargs):
+    def __init__(
+        self,
+        config,
+        output_encoder_outputs=False,
+        unroll=False,
+        seed=None,
+        recompute=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if isinstance(config, dict):
             config = AlbertConfig(**config)
@@ -163,6 +215,7 @@ class AlbertEncoder(keras.layers.Layer):
         self.output_encoder_outputs = bool(output_encoder_outputs)
         self.unroll = bool(unroll)
         self.seed = seed
+        self.recompute = bool(recompute)
         self.settings = block.BlockSettings.from_config(config)
         stack = dict(
             inner=config.inner_group_num,
@@ -219,15 +272,22 @@ class AlbertEncoder(keras.layers.Layer):
 
         def step(i, h):
             a, f = self.block_indices(i)
-            return block.transformer_block(
-                h,
-                bias,
-                attention(a),
-                ffn(f),
-                self.settings,
-                training=use_dropout,
-                seed=block.sub_seed(seed, i) if use_dropout else None,
-            )
+            iteration_seed = block.sub_seed(seed, i) if use_dropout else None
+
+            def apply(h, attention_weights, ffn_weights):
+                return block.transformer_block(
+                    h,
+                    bias,
+                    attention_weights,
+                    ffn_weights,
+                    self.settings,
+                    training=use_dropout,
+                    seed=iteration_seed,
+                )
+
+            if self.recompute:
+                apply = recomputed(apply)
+            return apply(h, attention(a), ffn(f))
 
         n = self.num_iterations
         if self.unroll:
@@ -251,7 +311,13 @@ class AlbertEncoder(keras.layers.Layer):
                     hidden.dtype, size=n, dynamic_size=False, element_shape=hidden.shape
                 ),
             )
-        final = tf.while_loop(lambda i, *_: i < n, body, loop_vars, maximum_iterations=n)
+        # parallel_iterations=1: the forward iterations are sequential anyway (through h), and
+        # in the backward loop of `recompute`, each iteration's recomputation needs only its
+        # kept input, so with the default 10 the executor would run up to 10 recomputed blocks
+        # at once and hold all their activations.
+        final = tf.while_loop(
+            lambda i, *_: i < n, body, loop_vars, maximum_iterations=n, parallel_iterations=1
+        )
         result = {"sequence_output": final[1]}
         if self.output_encoder_outputs:
             result["encoder_outputs"] = final[2].stack()
@@ -264,4 +330,5 @@ class AlbertEncoder(keras.layers.Layer):
             "output_encoder_outputs": self.output_encoder_outputs,
             "unroll": self.unroll,
             "seed": self.seed,
+            "recompute": self.recompute,
         }

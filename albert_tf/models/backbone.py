@@ -1,4 +1,4 @@
-"""`AlbertModel`: the ALBERT backbone (embeddings, shared-weight encoder, pooler) as a keras.Model."""
+"""`AlbertModel`: the ALBERT backbone (embeddings, shared-weight encoder, pooler), a keras.Model."""
 
 import keras
 import tensorflow as tf
@@ -32,6 +32,8 @@ class AlbertModel(keras.Model):
         config: an `albert_tf.config.AlbertConfig` (or its `to_dict()`).
         output_encoder_outputs: also return every block's output.
         unroll: run the encoder as an unrolled Python loop (for measurement; same weights).
+        recompute: recompute each encoder block's activations in the backward pass instead of
+            keeping them (gradient checkpointing: less memory, more time; see AlbertEncoder).
         dtype: a Keras dtype policy, e.g. "mixed_bfloat16" (default: the global policy).
         name: the model name, which prefixes every variable path (default "albert").
 
@@ -63,6 +65,7 @@ class AlbertModel(keras.Model):
         unroll=False,
         dtype=None,
         name="albert",
+        recompute=False,
         **kwargs,
     ):
         super().__init__(dtype=dtype, name=name, **kwargs)
@@ -75,6 +78,7 @@ class AlbertModel(keras.Model):
             config,
             output_encoder_outputs=output_encoder_outputs,
             unroll=unroll,
+            recompute=recompute,
             dtype=self.dtype_policy,
             name="encoder",
         )
@@ -94,6 +98,16 @@ class AlbertModel(keras.Model):
         self.encoder.build()
         self.pooler.build((None, self.config.hidden_size))
         self.built = True
+
+    @property
+    def recompute(self):
+        """Whether the encoder recomputes its blocks in the backward pass; settable on a built
+        (or loaded) model before its train step is traced."""
+        return self.encoder.recompute
+
+    @recompute.setter
+    def recompute(self, value):
+        self.encoder.recompute = bool(value)
 
     def get_embedding_table(self):
         """The [vocab_size, embedding_size] word embedding variable (tied to the MLM output)."""
@@ -168,6 +182,7 @@ class AlbertModel(keras.Model):
             "config": self.config.to_dict(),
             "output_encoder_outputs": self.output_encoder_outputs,
             "unroll": self.unroll,
+            "recompute": self.recompute,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
             "name": self.name,
             "trainable": self.trainable,

@@ -214,6 +214,7 @@ class AlbertHeadModel(keras.Model):
         warmup_ratio=0.1,
         weight_decay_rate=0.01,
         global_clipnorm=1.0,
+        precision="auto",
         **kwargs,
     ):
         """`keras.Model.compile` with fine-tuning defaults for "auto" arguments.
@@ -221,8 +222,20 @@ class AlbertHeadModel(keras.Model):
         optimizer="auto": `default_optimizer(learning_rate, num_train_steps, warmup_steps,
         warmup_ratio, weight_decay_rate, global_clipnorm)`; if `num_train_steps` is None, the
         first `fit` sets it to epochs x steps per epoch. loss/metrics="auto": the subclass's
-        defaults. Other keyword arguments (steps_per_execution, jit_compile, ...) go to Keras.
+        defaults. precision: "auto" (`albert_tf.precision`'s choice for this machine, logged),
+        "float32" or "mixed_bfloat16": the compute dtype the model runs in from now on (its
+        float32-pinned layers stay float32); without `jit_compile`, XLA follows the choice. Other
+        keyword arguments (steps_per_execution, jit_compile, ...) go to Keras.
         """
+        from albert_tf.precision import resolve as resolve_precision
+
+        jit = kwargs.get("jit_compile", "auto")
+        choice = resolve_precision(
+            precision, None if jit == "auto" else jit, self.distribute_strategy, precision == "auto"
+        )
+        self.set_compute_precision(choice.policy)
+        if jit == "auto" and choice.device != "TPU":  # on TPU, Keras' own choice
+            kwargs["jit_compile"] = choice.jit_compile
         if optimizer == "auto":
             self._auto_compile = dict(
                 loss=loss,
@@ -232,6 +245,7 @@ class AlbertHeadModel(keras.Model):
                 warmup_ratio=warmup_ratio,
                 weight_decay_rate=weight_decay_rate,
                 global_clipnorm=global_clipnorm,
+                precision=choice.policy,
                 **kwargs,
             )
             optimizer = default_optimizer(
@@ -251,6 +265,18 @@ class AlbertHeadModel(keras.Model):
         if metrics == "auto":
             metrics = self.default_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def set_compute_precision(self, policy):
+        """Runs the model in `policy` ("float32" or "mixed_bfloat16") from now on: every layer
+        that follows the model's dtype policy gets the new one (variables stay float32; layers
+        pinned to float32, such as LayerNorm and the logits, are left alone)."""
+        followers = {id(self.dtype_policy), id(self.backbone.dtype_policy)}
+        if {self.dtype_policy.name, self.backbone.dtype_policy.name} == {policy}:
+            return
+        new = keras.dtype_policies.get(policy)
+        for layer in self._flatten_layers(include_self=True, recursive=True):
+            if id(layer.dtype_policy) in followers:
+                layer.dtype_policy = new
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, steps_per_epoch=None, **kwargs):
         if self._auto_compile is not None and self._auto_steps_pending:

@@ -165,25 +165,7 @@ def _split_digit_comma_with_sources(pieces, solid_counts, encode_as_pieces):
     flagged = tf.strings.regex_full_match(flat, f"(?s).*{unicode_tables.digit_class()},")
     selected = tf.boolean_mask(flat, flagged)
     selected_index = tf.boolean_mask(tf.range(n), flagged)
-    had_start = tf.strings.regex_full_match(selected, f"(?s){WORD_START}.*")
-    stripped = tf.strings.regex_replace(
-        tf.strings.regex_replace(selected, ",$", ""), WORD_START, ""
-    )
-    sub = encode_as_pieces(stripped)
-    sub_values, sub_row = sub.flat_values, sub.value_rowids()
-    is_first = tf.equal(
-        tf.range(tf.size(sub_values, out_type=tf.int64)), tf.gather(sub.row_starts(), sub_row)
-    )
-    strip = (
-        is_first
-        & tf.logical_not(tf.gather(had_start, sub_row))
-        & tf.strings.regex_full_match(sub_values, f"(?s){WORD_START}.*")
-    )
-    sub_values = tf.where(
-        strip, tf.strings.regex_replace(sub_values, f"^{WORD_START}", ""), sub_values
-    )
-    keep = tf.logical_not(strip & tf.equal(sub_values, ""))
-    sub = tf.ragged.boolean_mask(sub.with_flat_values(sub_values), sub.with_flat_values(keep))
+    sub = graph_ops.reencode_without_comma(selected, encode_as_pieces)
     width = tf.cast(
         tf.strings.length(
             tf.strings.regex_replace(sub.flat_values, WORD_START, ""), unit="UTF8_CHAR"

@@ -154,20 +154,47 @@ def split_digit_comma(pieces, encode_as_pieces):
       tf.string RaggedTensor [B, (pieces)].
     """
     flat = pieces.flat_values
-    num_pieces = tf.size(flat, out_type=tf.int64)
-    # Only pieces ending in "," go through the regex with the (large) digit class.
+    # Only pieces ending in "," go through the regex with the (large) digit class, and the
+    # re-encoding below runs only when a piece matches (most requests have none).
     candidates = tf.where(tf.strings.regex_full_match(flat, "(?s).*,"))
     digit_comma = tf.strings.regex_full_match(
         tf.gather_nd(flat, candidates), f"(?s).*{unicode_tables.digit_class()},"
     )
-    flagged = tf.scatter_nd(candidates, digit_comma, tf.shape(flat, out_type=tf.int64))
-    selected = tf.boolean_mask(flat, flagged)
+
+    def split():
+        num_pieces = tf.size(flat, out_type=tf.int64)
+        flagged = tf.scatter_nd(candidates, digit_comma, tf.shape(flat, out_type=tf.int64))
+        selected = tf.boolean_mask(flat, flagged)
+        sub = reencode_without_comma(selected, encode_as_pieces)
+        commas = tf.RaggedTensor.from_tensor(tf.fill([tf.size(selected), 1], ","))
+        replacements = tf.concat([sub, commas], axis=1)
+        singles = tf.RaggedTensor.from_row_lengths(flat, tf.ones([num_pieces], tf.int64))
+        options = tf.concat([singles, replacements], axis=0)
+        flagged_i = tf.cast(flagged, tf.int64)
+        choice = tf.where(
+            flagged, num_pieces + tf.cumsum(flagged_i, exclusive=True), tf.range(num_pieces)
+        )
+        per_piece = tf.gather(options, choice)
+        row_lengths = tf.math.unsorted_segment_sum(
+            per_piece.row_lengths(), pieces.value_rowids(), pieces.nrows()
+        )
+        return per_piece.flat_values, tf.concat([[0], tf.cumsum(row_lengths)], axis=0)
+
+    values, row_splits = tf.cond(
+        tf.reduce_any(digit_comma), split, lambda: (flat, pieces.row_splits)
+    )
+    return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+
+
+def reencode_without_comma(selected, encode_as_pieces):
+    """Pieces "<digit>," (tf.string [N]) re-encoded without their final comma and word-start mark:
+    tf.string RaggedTensor [N, (pieces)], the re-encoding's leading "▁" dropped when the original
+    piece had none (the digit-comma rule's replacement, before its ",")."""
     had_start = tf.strings.regex_full_match(selected, f"(?s){WORD_START}.*")
     stripped = tf.strings.regex_replace(
         tf.strings.regex_replace(selected, ",$", ""), WORD_START, ""
     )
     sub = encode_as_pieces(stripped)
-    # Drop the leading "▁" of the re-encoding when the original piece had none.
     sub_values = sub.flat_values
     sub_row = sub.value_rowids()
     first = tf.equal(
@@ -182,17 +209,4 @@ def split_digit_comma(pieces, encode_as_pieces):
         strip, tf.strings.regex_replace(sub_values, f"^{WORD_START}", ""), sub_values
     )
     keep = tf.logical_not(strip & tf.equal(new_values, ""))
-    sub = tf.ragged.boolean_mask(sub.with_flat_values(new_values), sub.with_flat_values(keep))
-    commas = tf.RaggedTensor.from_tensor(tf.fill([tf.size(selected), 1], ","))
-    replacements = tf.concat([sub, commas], axis=1)
-    singles = tf.RaggedTensor.from_row_lengths(flat, tf.ones([num_pieces], tf.int64))
-    options = tf.concat([singles, replacements], axis=0)
-    flagged_i = tf.cast(flagged, tf.int64)
-    choice = tf.where(
-        flagged, num_pieces + tf.cumsum(flagged_i, exclusive=True), tf.range(num_pieces)
-    )
-    per_piece = tf.gather(options, choice)
-    row_lengths = tf.math.unsorted_segment_sum(
-        per_piece.row_lengths(), pieces.value_rowids(), pieces.nrows()
-    )
-    return tf.RaggedTensor.from_row_lengths(per_piece.flat_values, row_lengths, validate=False)
+    return tf.ragged.boolean_mask(sub.with_flat_values(new_values), sub.with_flat_values(keep))

@@ -1,16 +1,18 @@
 """`run_pretraining`: ALBERT pretraining from flags to exported backbone, under any strategy.
 
 The pieces: `strategy` (which tf.distribute strategy, who is chief), `task` (model, data, MLM +
-SOP loss, metrics), `loop` (the strategy-agnostic training loop), `checkpointing`,
-`summaries`, `warm_start`. This module wires them together:
+SOP loss, metrics), `loop` (the strategy-agnostic training steps), `controller` (the outer loop:
+logs, summaries, evaluation, checkpoints, preemption), `checkpointing`, `summaries`,
+`warm_start`. This module wires them together:
 
 1. resolve the strategy and check the batch sizes against its replica count;
 2. build the model, LAMB (or AdamW) with the warmup + polynomial-decay schedule, all inside
    `strategy.scope()`, and build the optimizer before anything is restored;
 3. restore the newest checkpoint of `output_dir` (exact resume) or else warm-start from
    `init_checkpoint`;
-4. train in loops of `steps_per_loop` steps, logging one line per loop, writing TensorBoard
-   summaries, saving every `save_checkpoints_steps` and evaluating every `eval_every_steps`;
+4. train with the `Controller` in loops of `steps_per_loop` steps, logging one line per loop,
+   writing TensorBoard summaries, saving every `save_checkpoints_steps` and evaluating every
+   `eval_every_steps`;
 5. final evaluation (`eval_results.json`, atomically) and the backbone + heads exported for
    fine-tuning to `output_dir/export` (with the SentencePiece model when given).
 
@@ -32,7 +34,6 @@ True
 
 import dataclasses
 import os
-import time
 from typing import Optional
 
 import keras
@@ -44,17 +45,17 @@ from albert_tf.config import AlbertConfig, list_presets
 from albert_tf.data import input_checks
 from albert_tf.logs import show_progress
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
+from albert_tf.precision import PRECISIONS
+from albert_tf.precision import resolve as resolve_precision
 from albert_tf.settings import InvalidFlagError, setting
 from albert_tf.train import checkpointing, summaries
 from albert_tf.train import strategy as strategy_lib
-from albert_tf.train.checkpointing import Preempted
+from albert_tf.train.controller import Controller, NonFiniteLossError
 from albert_tf.train.loop import Trainer
 from albert_tf.train.task import PretrainingTask, set_precision
 from albert_tf.train.warm_start import warm_start
 
-
-class NonFiniteLossError(RuntimeError):
-    """The loss or gradient norm became NaN or Inf; the newest checkpoint is the last good one."""
+__all__ = ["PretrainingParams", "run_pretraining", "NonFiniteLossError"]
 
 
 @dataclasses.dataclass
@@ -167,11 +168,22 @@ class PretrainingParams:
         "logical CPU devices (testing and benchmarking).",
     )
     precision: str = setting(
-        "float32",
-        "Compute precision; mixed_bfloat16 keeps float32 variables, LayerNorm, softmax and losses.",
-        choices=("float32", "mixed_bfloat16"),
+        "auto",
+        "Compute precision; auto: mixed_bfloat16 on TPU, on CPUs with AMX/AVX512-BF16 and on "
+        "GPUs of compute capability >= 8.0, else float32 (albert_tf.precision). mixed_bfloat16 "
+        "keeps float32 variables, LayerNorm, softmax and losses.",
+        choices=PRECISIONS,
     )
-    jit_compile: bool = setting(True, "XLA-compile the forward/backward pass off TPU.")
+    jit_compile: Optional[bool] = setting(
+        None,
+        "XLA-compile the forward/backward pass off TPU (default: on GPU, off on CPU, where "
+        "oneDNN is faster).",
+    )
+    recompute: bool = setting(
+        False,
+        "Recompute the encoder block in the backward pass instead of keeping its activations "
+        "(gradient checkpointing: less memory, about one more forward pass of time).",
+    )
     # --- seed, resume, export
     seed: Optional[int] = setting(
         12345, "Seed of the initial weights and the input order (-1: unseeded)."
@@ -305,7 +317,6 @@ class _Runner:
         self.p = params
         self.strategy = strategy
         self.chief = strategy_lib.is_chief(strategy)
-        self.workers = strategy_lib.num_workers(strategy)
         self.config = load_config(params)
         if params.spm_model_file:  # before any work: a vocabulary of another model fails now
             from albert_tf.models.model_dir import spm_model_path
@@ -329,6 +340,7 @@ class _Runner:
         )
         with strategy.scope():
             self.model = self.task.build_model()
+            self.model.backbone.recompute = params.recompute
             self.schedule = WarmupPolynomialDecay(
                 params.learning_rate,
                 decay_steps=params.num_train_steps,
@@ -408,150 +420,32 @@ class _Runner:
             self.strategy, self.task, p.input_file, p.train_batch_size, True, seed, skip
         )
 
-    # ------------------------------------------------------------------ loop pieces
-    def _any_worker(self, flag):
-        """True when `flag` is set on any worker (one tiny all-reduce under multi-worker)."""
-        if self.workers <= 1:
-            return flag
-        if not hasattr(self, "_flag_sum"):
-            self._flag_sum = tf.function(
-                lambda x: self.strategy.reduce(
-                    tf.distribute.ReduceOp.SUM, self.strategy.run(tf.identity, args=(x,)), axis=None
-                )
-            )
-        return float(self._flag_sum(tf.constant(float(flag)))) > 0
-
-    def _save(self):
-        if not self.trainer.weights_are_finite():
-            raise NonFiniteLossError(
-                f"model weights are NaN or Inf at step {self.trainer.step}; not saving. The newest "
-                f"checkpoint ({self.checkpointer.latest()}) is the last good one"
-            )
-        return self.checkpointer.save()
-
-    def _evaluate(self, eval_dataset):
-        start = time.time()
-        result = self.trainer.evaluate(eval_dataset, self.p.max_eval_steps)
-        metrics = self.task.eval_metrics(result.stats)
-        metrics["eval_steps"] = result.steps
-        metrics["global_step"] = self.trainer.step
-        self.eval_writer.scalars(
-            self.trainer.step,
-            {
-                k: metrics[k]
-                for k in (
-                    "loss",
-                    "masked_lm_loss",
-                    "masked_lm_accuracy",
-                    "sentence_order_loss",
-                    "sentence_order_accuracy",
-                )
-            },
-        )
-        logging.info(
-            "eval at step %d (%d batches, %.0f masked tokens, %.1fs): mlm_acc %.2f%% (majority "
-            "baseline %.2f%%), sop_acc %.2f%% (majority baseline %.2f%%), mlm_loss %.3f, sop_loss %.3f",
-            self.trainer.step,
-            result.steps,
-            metrics["masked_tokens"],
-            time.time() - start,
-            100 * metrics["masked_lm_accuracy"],
-            100 * metrics["masked_lm_majority_baseline"],
-            100 * metrics["sentence_order_accuracy"],
-            100 * metrics["sentence_order_majority_baseline"],
-            metrics["masked_lm_loss"],
-            metrics["sentence_order_loss"],
-        )
-        return metrics
-
-    def _next_boundary(self, step, every):
-        return (step // every + 1) * every if every else self.p.num_train_steps
-
-    def train(self, eval_dataset):
+    # ------------------------------------------------------------------ loop
+    def controller(self, eval_dataset):
+        """The `Controller` of this run: checkpoints, evaluation, summaries, preemption."""
         p = self.p
-        start_step = step = self.trainer.step
-        if step >= p.num_train_steps:
-            logging.info(
-                "Step %d >= --num_train_steps=%d: nothing to train", step, p.num_train_steps
-            )
-            return None
-        iterator = iter(self._train_dataset(start_step))
-        logging.info(
-            "Training steps %d -> %d, global batch %d over %d replica(s)",
-            step,
-            p.num_train_steps,
-            p.train_batch_size,
-            self.strategy.num_replicas_in_sync,
+        return Controller(
+            self.trainer,
+            self.checkpointer,
+            total_steps=p.num_train_steps,
+            steps_per_loop=p.steps_per_loop,
+            global_batch_size=p.train_batch_size,
+            learning_rate=self.schedule,
+            save_every=p.save_checkpoints_steps,
+            train_writer=self.train_writer,
+            eval_writer=self.eval_writer,
+            eval_dataset=eval_dataset,
+            eval_every=p.eval_every_steps,
+            max_eval_steps=p.max_eval_steps,
         )
-        last_metrics, seconds_per_step = None, None
-        with checkpointing.PreemptionWatcher() as watcher:
-            while step < p.num_train_steps:
-                n = min(
-                    p.steps_per_loop,
-                    p.num_train_steps - step,
-                    self._next_boundary(step, p.save_checkpoints_steps) - step,
-                    self._next_boundary(step, p.eval_every_steps if eval_dataset else 0) - step,
-                )
-                began = time.time()
-                result = self.trainer.train(iterator, n)
-                elapsed = time.time() - began
-                if result.first_nonfinite_step is not None:
-                    bad = step + result.first_nonfinite_step + 1
-                    raise NonFiniteLossError(
-                        f"the loss or gradient norm became NaN or Inf at step {bad}; stopping. The "
-                        f"newest checkpoint ({self.checkpointer.latest()}) is the last good one. "
-                        "Lower --learning_rate, check --clip_norm, or inspect the input data"
-                    )
-                step = self.trainer.step
-                learning_rate = float(self.schedule(step))
-                # The first loop includes tracing and compilation: keep it out of the ETA.
-                if seconds_per_step is None or step - n > start_step:
-                    recent = elapsed / n
-                    seconds_per_step = (
-                        recent
-                        if seconds_per_step is None
-                        else (0.7 * seconds_per_step + 0.3 * recent)
-                    )
-                metrics = self.task.metrics(result.stats)
-                examples_per_second = n * p.train_batch_size / max(elapsed, 1e-9)
-                logging.info(
-                    summaries.format_progress(
-                        step,
-                        p.num_train_steps,
-                        metrics,
-                        learning_rate,
-                        result.gradient_norm,
-                        examples_per_second,
-                        seconds_per_step * (p.num_train_steps - step),
-                    )
-                )
-                self.train_writer.scalars(
-                    step,
-                    {
-                        **metrics,
-                        "learning_rate": learning_rate,
-                        "gradient_norm": result.gradient_norm,
-                        "examples_per_second": examples_per_second,
-                    },
-                )
-                last_metrics = dict(metrics, gradient_norm=result.gradient_norm)
-                # Evaluate before saving: a run killed in between resumes before this step and
-                # evaluates it again, instead of resuming after it with the evaluation lost.
-                if (
-                    eval_dataset is not None
-                    and p.eval_every_steps
-                    and (step % p.eval_every_steps == 0)
-                    and step < p.num_train_steps
-                ):
-                    self._evaluate(eval_dataset)
-                if step % p.save_checkpoints_steps == 0 or step == p.num_train_steps:
-                    self._save()
-                if self._any_worker(watcher.requested):
-                    path = self._save()
-                    raise Preempted(step, path)
-        return last_metrics
 
-    def finish(self, eval_dataset, train_metrics):
+    def train(self, controller):
+        """Trains to --num_train_steps; returns the metrics of the last loop (None: nothing to
+        train)."""
+        return controller.train(lambda step: iter(self._train_dataset(step)))
+
+    def finish(self, controller, train_metrics):
+        """The final evaluation (eval_results.json) and export; returns run_pretraining's dict."""
         p = self.p
         result = {
             "global_step": self.trainer.step,
@@ -560,19 +454,23 @@ class _Runner:
             "checkpoint": self.checkpointer.latest(),
             "summaries": os.path.join(p.output_dir, "summaries"),
         }
-        if eval_dataset is not None:
-            metrics = self._evaluate(eval_dataset)
+        if controller.eval_dataset is not None:
+            metrics = controller.evaluate()
             result["eval"] = metrics
             if self.chief:
                 files.write_json(os.path.join(p.output_dir, "eval_results.json"), metrics)
         if p.export and self.chief:
-            from albert_tf.models import model_dir
-
-            export_dir = os.path.join(p.output_dir, "export")
-            model_dir.save(self.model, export_dir, spm_model_file=p.spm_model_file)
-            logging.info("Exported the pretrained model to %s", export_dir)
-            result["export"] = export_dir
+            result["export"] = self.export()
         return result
+
+    def export(self):
+        """Saves the backbone + heads (and the SentencePiece model) to output_dir/export."""
+        from albert_tf.models import model_dir
+
+        export_dir = os.path.join(self.p.output_dir, "export")
+        model_dir.save(self.model, export_dir, spm_model_file=self.p.spm_model_file)
+        logging.info("Exported the pretrained model to %s", export_dir)
+        return export_dir
 
     def close(self):
         self.train_writer.close()
@@ -604,8 +502,10 @@ def run_pretraining(params, strategy=None):
     input_checks.check_pretraining_inputs(
         sources, params.max_seq_length, params.max_predictions_per_seq, params.dynamic_masking
     )
+    choice = resolve_precision(params.precision, params.jit_compile, strategy)  # logs it
+    params = dataclasses.replace(params, precision=choice.policy, jit_compile=choice.jit_compile)
     previous_policy = keras.config.dtype_policy()
-    set_precision(params.precision)
+    set_precision(choice)
     if params.seed is not None:
         keras.utils.set_random_seed(params.seed)
     tf.io.gfile.makedirs(params.output_dir)
@@ -625,9 +525,10 @@ def run_pretraining(params, strategy=None):
                 False,
                 params.seed,
             )
+        controller = runner.controller(eval_dataset)
         try:
-            train_metrics = runner.train(eval_dataset)
-            return runner.finish(eval_dataset, train_metrics)
+            train_metrics = runner.train(controller)
+            return runner.finish(controller, train_metrics)
         except tf.errors.DataLossError:
             input_checks.locate_data_loss(sources)  # raises a DataError naming the file
             raise

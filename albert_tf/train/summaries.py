@@ -1,11 +1,11 @@
-"""TensorBoard summaries and the one-line progress log of the pretraining loop.
+"""TensorBoard summaries and the one-line progress log of the training loops (pretraining's
+controller and fine-tuning's `fit` chunks).
 
 Only the chief writes summaries (other workers get a no-op writer). TF 2.21 needs the
 `tensorboard` package for `tf.summary.scalar`; `SummaryWriter` says so if it is missing.
 
->>> format_progress(200, 1000, {"loss": 5.1234, "masked_lm_accuracy": 0.2134,
-...                              "sentence_order_accuracy": 0.61}, 0.00123, 0.83, 412.0, 192.0)
-'step 200/1000 (20%) | loss 5.123 | mlm_acc 21.34% | sop_acc 61.00% | lr 1.23e-03 | grad_norm 0.830 | 412 examples/s | ETA 3m12s'
+>>> format_progress(200, 1000, ["loss 5.123", "lr 1.23e-03", "412 examples/s"], 192.0)
+'step 200/1000 (20%) | loss 5.123 | lr 1.23e-03 | 412 examples/s | ETA 3m12s'
 """
 
 import os
@@ -61,14 +61,42 @@ def format_duration(seconds):
     return f"{secs}s"
 
 
-def format_progress(
-    step, total_steps, metrics, learning_rate, gradient_norm, examples_per_second, eta_seconds
-):
-    """The log line printed after every loop of training steps."""
-    return (
-        f"step {step}/{total_steps} ({100.0 * step / max(total_steps, 1):.0f}%) | "
-        f"loss {metrics['loss']:.3f} | mlm_acc {100 * metrics['masked_lm_accuracy']:.2f}% | "
-        f"sop_acc {100 * metrics['sentence_order_accuracy']:.2f}% | lr {learning_rate:.2e} | "
-        f"grad_norm {gradient_norm:.3f} | {examples_per_second:.0f} examples/s | "
-        f"ETA {format_duration(eta_seconds)}"
+def format_progress(step, total_steps, fields, eta_seconds):
+    """The log line printed after every loop of training steps: the step, `fields` (texts such
+    as "loss 5.123") and the estimated time left."""
+    return " | ".join(
+        [f"step {step}/{total_steps} ({100.0 * step / max(total_steps, 1):.0f}%)", *fields]
+        + [f"ETA {format_duration(eta_seconds)}"]
     )
+
+
+class StepTimer:
+    """Seconds per training step for the ETA, leaving out the first loop after `start_step`
+    (it includes tracing and compilation); `smoothing` weighs each new loop (1.0: the latest
+    loop alone).
+
+    >>> timer = StepTimer(start_step=0, smoothing=0.5)
+    >>> timer.update(10, 10, 50.0)  # the first loop: tracing included, used until the next
+    >>> timer.update(20, 10, 10.0)
+    >>> timer.eta(100)
+    300.0
+    """
+
+    def __init__(self, start_step, smoothing=1.0):
+        self.start_step = start_step
+        self.smoothing = smoothing
+        self.seconds_per_step = None
+
+    def update(self, step, steps, elapsed):
+        """A loop of `steps` steps that ended at `step` took `elapsed` seconds."""
+        if steps and (self.seconds_per_step is None or step - steps > self.start_step):
+            recent = elapsed / steps
+            if self.seconds_per_step is None:
+                self.seconds_per_step = recent
+            else:
+                w = self.smoothing
+                self.seconds_per_step = (1 - w) * self.seconds_per_step + w * recent
+
+    def eta(self, remaining_steps):
+        """Seconds left for `remaining_steps` (0 before the first update)."""
+        return (self.seconds_per_step or 0.0) * remaining_steps

@@ -1,5 +1,8 @@
 """ALBERT's pretraining task: the model, its input data, the MLM + SOP loss and the metrics.
 
+`PretrainingTask` implements `albert_tf.train.task_api.Task` (what the loop and the controller
+call) and adds what its runner needs: `build_model`, `dataset` and `stacked_axes`.
+
 The task knows nothing of strategies (the loop in `albert_tf.train.loop` does); it states its
 losses as *local sums* divided by *global* normalisers, so a loss summed over replicas is the
 loss of the global batch, whatever the number of replicas:
@@ -19,8 +22,9 @@ masked_lm_weights), sentence_order_accuracy and sentence_order_loss per example.
 
 >>> from albert_tf.config import AlbertConfig
 >>> task = PretrainingTask(AlbertConfig.from_preset("albert_tiny", vocab_size=100))
->>> task.metrics({"masked_lm_nll": 6.0, "masked_lm_correct": 1.0, "masked_lm_weight": 4.0,
-...               "sentence_order_nll": 2.0, "sentence_order_correct": 3.0, "examples": 4.0})["loss"]
+>>> stats = {"masked_lm_nll": 6.0, "masked_lm_correct": 1.0, "masked_lm_weight": 4.0,
+...          "sentence_order_nll": 2.0, "sentence_order_correct": 3.0, "examples": 4.0}
+>>> task.metrics(stats)["loss"]
 2.0
 """
 
@@ -29,6 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
+from albert_tf.train.task_api import Task
 
 # Local sums each step returns; the loop adds them over replicas and steps.
 STAT_KEYS = (
@@ -43,7 +48,7 @@ MODEL_INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm
 _MLM_EPSILON = 1e-5  # the original's denominator guard
 
 
-class PretrainingTask:
+class PretrainingTask(Task):
     """Masked-LM + sentence-order prediction on an `AlbertPretrainer`.
 
     Args:
@@ -90,7 +95,8 @@ class PretrainingTask:
 
     @staticmethod
     def stacked_axes(model):
-        """{regex: 2} for the encoder's stacked [groups, inner, ...] weights (for LAMB's trust ratio).
+        """{regex: 2} for the encoder's stacked [groups, inner, ...] weights (for LAMB's trust
+        ratio).
 
         Found by layer type, so any sharing layout gets one trust ratio per original variable.
         """
@@ -214,9 +220,37 @@ class PretrainingTask:
         out["examples"] = float(np.asarray(stats["examples"]))
         return out
 
+    # ------------------------------------------------------------------ log text
+    @staticmethod
+    def format_progress(metrics):
+        """'loss 5.123 | mlm_acc 21.34% | sop_acc 61.00%'."""
+        return (
+            f"loss {metrics['loss']:.3f} | mlm_acc {100 * metrics['masked_lm_accuracy']:.2f}% | "
+            f"sop_acc {100 * metrics['sentence_order_accuracy']:.2f}%"
+        )
+
+    @staticmethod
+    def format_eval_size(metrics, steps):
+        """'3 batches, 52 masked tokens'."""
+        return f"{steps} batches, {metrics['masked_tokens']:.0f} masked tokens"
+
+    @staticmethod
+    def format_eval(metrics):
+        """Accuracies beside the majority baselines of the evaluated data, then the losses."""
+        return (
+            f"mlm_acc {100 * metrics['masked_lm_accuracy']:.2f}% (majority baseline "
+            f"{100 * metrics['masked_lm_majority_baseline']:.2f}%), "
+            f"sop_acc {100 * metrics['sentence_order_accuracy']:.2f}% (majority baseline "
+            f"{100 * metrics['sentence_order_majority_baseline']:.2f}%), "
+            f"mlm_loss {metrics['masked_lm_loss']:.3f}, "
+            f"sop_loss {metrics['sentence_order_loss']:.3f}"
+        )
+
 
 def set_precision(precision):
-    """Sets the global Keras dtype policy: "float32" or "mixed_bfloat16" (before building models)."""
+    """Sets the global Keras dtype policy: "float32", "mixed_bfloat16" or the policy of a resolved
+    `albert_tf.precision.Precision` (before building models)."""
+    precision = getattr(precision, "policy", precision)
     if precision not in ("float32", "mixed_bfloat16"):
         raise ValueError(f"--precision={precision!r}: expected float32 or mixed_bfloat16")
     keras.config.set_dtype_policy(precision)

@@ -320,6 +320,7 @@ def _flags(race_dir, spm_model_file, output_dir, **overrides):
         learning_rate=1e-3,
         output_dir=output_dir,
         verbose=0,
+        precision="float32",  # the export test compares served and Keras outputs to float32 noise
     )
     values.update(overrides)
     return [f"--{k}={v}" for k, v in values.items() if v is not None]

@@ -1,0 +1,181 @@
+"""Forward + backward time of the `tf.while_loop` encoder against the unrolled one, in one run.
+
+For each depth in --layers and each XLA setting in --xla, builds the backbone twice with the
+same weights (the `tf.while_loop` encoder, and `unroll=True`: a Python loop over the same
+block), plus `recompute=True` with --recompute, and times one tf.function computing the loss
+and the gradients of every weight (no optimizer: the encoder's cost alone) with dropout on.
+It reports the first call (tracing, XLA compilation and one step) and the median of --steps
+steady steps after a warm-up round, as wall time and as process CPU time (the sum over
+threads: steadier than wall time on a loaded machine), and each mode's ratio to the unrolled
+encoder. Steady steps
+alternate between the modes so that load changes hit all alike.
+
+    python scripts/benchmark_encoder.py --preset=albert_base_v2 --layers=12,24 \\
+        --batch_size=8 --seq_length=128 --steps=3 --xla=off,on
+    python scripts/benchmark_encoder.py --preset=albert_tiny --layers=2 --batch_size=2 \\
+        --seq_length=16 --steps=1     # a smoke run
+"""
+
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+
+from absl import flags, logging  # noqa: E402
+
+from albert_tf import cli  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("preset", "albert_base_v2", "AlbertConfig preset giving the shapes.")
+flags.DEFINE_list("layers", ["12", "24"], "Depths (num_hidden_layers) to measure.")
+flags.DEFINE_integer("batch_size", 8, "Batch size.", lower_bound=1)
+flags.DEFINE_integer("seq_length", 128, "Sequence length.", lower_bound=1)
+flags.DEFINE_integer("steps", 3, "Timed steady steps per mode (after a warm-up).", lower_bound=1)
+flags.DEFINE_list("xla", ["off", "on"], "XLA settings to measure: off (graph), on (jit_compile).")
+flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"], "Keras dtype policy.")
+flags.DEFINE_float("dropout", 0.1, "Hidden and attention dropout of the measured model.")
+flags.DEFINE_bool("recompute", False, "Also measure the loop with recompute=True.")
+
+BASELINE = "unrolled"
+
+
+def _modes(recompute):
+    """{mode: AlbertModel keyword arguments}."""
+    modes = {"while_loop": {}, BASELINE: {"unroll": True}}
+    if recompute:
+        modes["while_loop+recompute"] = {"recompute": True}
+    return modes
+
+
+def _inputs(config, batch_size, seq_length):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    shape = [batch_size, seq_length]
+    return {
+        "input_word_ids": rng.integers(5, config.vocab_size, shape).astype("int32"),
+        "input_mask": np.ones(shape, "int32"),
+        "input_type_ids": np.zeros(shape, "int32"),
+    }
+
+
+def _forward_backward(model, jit_compile):
+    import tensorflow as tf
+
+    @tf.function(jit_compile=jit_compile)
+    def step(inputs):
+        with tf.GradientTape() as tape:
+            out = model(inputs, training=True)
+            loss = tf.reduce_mean(tf.square(tf.cast(out["sequence_output"], tf.float32)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        # The pooler gets no gradient from this loss.
+        return loss, tf.add_n(
+            [tf.reduce_sum(tf.cast(g, tf.float32)) for g in grads if g is not None]
+        )
+
+    return step
+
+
+def _timed(fn, inputs):
+    """(wall seconds, process CPU seconds) of one call, waiting for its results."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    loss, _ = fn(inputs)
+    float(loss)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def benchmark(preset, depths, xla_settings, batch_size, seq_length, steps, dtype, dropout, modes):
+    """{(depth, xla, mode): {"first": (wall, cpu), "steps": [(wall, cpu), ...]}}."""
+    import keras
+
+    from albert_tf.config import AlbertConfig
+    from albert_tf.models.backbone import AlbertModel
+
+    results = {}
+    for depth in depths:
+        config = AlbertConfig.from_preset(
+            preset,
+            num_hidden_layers=depth,
+            hidden_dropout_prob=dropout,
+            attention_probs_dropout_prob=dropout,
+        )
+        inputs = _inputs(config, batch_size, seq_length)
+        for xla in xla_settings:
+            fns, weights = {}, None
+            for mode, kwargs in modes.items():
+                keras.utils.set_random_seed(0)
+                model = AlbertModel(config, dtype=dtype, **kwargs)
+                if weights is None:
+                    weights = model.get_weights()
+                model.set_weights(weights)
+                fns[mode] = _forward_backward(model, jit_compile=(xla == "on"))
+                first = _timed(fns[mode], inputs)
+                logging.info("L=%d xla=%s %s: first call %.2f s", depth, xla, mode, first[0])
+                results[(depth, xla, mode)] = {"first": first, "steps": []}
+            for fn in fns.values():  # a warm-up round: the first calls after another
+                _timed(fn, inputs)  # model's still set up (0.4 s once, seen at tiny sizes)
+            for i in range(steps):
+                for mode, fn in fns.items():
+                    seconds = _timed(fn, inputs)
+                    results[(depth, xla, mode)]["steps"].append(seconds)
+                    logging.info("L=%d xla=%s %s: step %d %.3f s", depth, xla, mode, i, seconds[0])
+    return results
+
+
+def _median(values, index):
+    return statistics.median(v[index] for v in values)
+
+
+def markdown(results):
+    lines = [
+        "| Layers | XLA | Encoder | First call (s) | Steady wall (s) | Steady CPU (s) | "
+        "First vs unrolled | Steady wall vs unrolled | Steady CPU vs unrolled |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (depth, xla, mode), r in results.items():
+        base = results[(depth, xla, BASELINE)]
+        wall, cpu = _median(r["steps"], 0), _median(r["steps"], 1)
+        lines.append(
+            f"| {depth} | {xla} | {mode} | {r['first'][0]:.2f} | {wall:.3f} | {cpu:.3f} | "
+            f"{r['first'][0] / base['first'][0]:.2f}x | "
+            f"{wall / _median(base['steps'], 0):.2f}x | {cpu / _median(base['steps'], 1):.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv):
+    del argv
+    depths = [int(d) for d in FLAGS.layers if d.isdigit() and int(d) > 0]
+    if not depths or len(depths) != len(FLAGS.layers):
+        cli.fail(f"--layers must be a comma list of positive integers, got {FLAGS.layers}")
+    if not FLAGS.xla or set(FLAGS.xla) - {"off", "on"}:
+        cli.fail(f"--xla must be a comma list of off and on, got {FLAGS.xla}")
+    import tensorflow as tf
+
+    load_before = os.getloadavg()
+    results = benchmark(
+        FLAGS.preset,
+        depths,
+        FLAGS.xla,
+        FLAGS.batch_size,
+        FLAGS.seq_length,
+        FLAGS.steps,
+        FLAGS.dtype,
+        FLAGS.dropout,
+        _modes(FLAGS.recompute),
+    )
+    load_after = os.getloadavg()
+    print(
+        f"{FLAGS.preset} shapes, batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, "
+        f"{FLAGS.dtype}, dropout {FLAGS.dropout}, forward + backward (gradients of every "
+        f"weight), median of {FLAGS.steps} steady steps; TF {tf.__version__}, "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
+        f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n"
+    )
+    print(markdown(results))
+
+
+if __name__ == "__main__":
+    cli.run(main)

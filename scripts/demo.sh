@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 PY=${PY:-.venv/bin/python}
 OUT=${DEMO_OUTPUT:-demo_output}
-export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export KERAS_BACKEND=tensorflow TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-3} PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 START=$(date +%s)
 mkdir -p "$OUT/logs" "$OUT/corpus" "$OUT/spm" "$OUT/data"
 

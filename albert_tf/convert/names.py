@@ -24,6 +24,8 @@ layers that read two concatenated hidden states).
 import collections
 import re
 
+from albert_tf.layers.block_weights import BLOCK_WEIGHT_SHAPES
+
 NONE = "none"
 TRANSPOSE = "transpose"
 
@@ -34,26 +36,8 @@ OPTIONAL_PARTS = ("pooler", "masked_lm", "sentence_order")
 # Our variables (path without the model name) -> shape in AlbertConfig field names. "groups" is
 # the variable's own leading axis (config.attention_groups or config.ffn_groups) and "inner" is
 # inner_group_num; a target whose shape starts with them is stacked and filled per (g, k).
-_ATTENTION_SHAPES = {
-    "query_kernel": ("hidden_size", "hidden_size"),
-    "query_bias": ("hidden_size",),
-    "key_kernel": ("hidden_size", "hidden_size"),
-    "key_bias": ("hidden_size",),
-    "value_kernel": ("hidden_size", "hidden_size"),
-    "value_bias": ("hidden_size",),
-    "output_kernel": ("hidden_size", "hidden_size"),
-    "output_bias": ("hidden_size",),
-    "layer_norm_gamma": ("hidden_size",),
-    "layer_norm_beta": ("hidden_size",),
-}
-_FFN_SHAPES = {
-    "intermediate_kernel": ("hidden_size", "intermediate_size"),
-    "intermediate_bias": ("intermediate_size",),
-    "output_kernel": ("intermediate_size", "hidden_size"),
-    "output_bias": ("hidden_size",),
-    "layer_norm_gamma": ("hidden_size",),
-    "layer_norm_beta": ("hidden_size",),
-}
+_ATTENTION_SHAPES = BLOCK_WEIGHT_SHAPES["attention"]
+_FFN_SHAPES = BLOCK_WEIGHT_SHAPES["ffn"]
 TARGET_SHAPES = {
     "embeddings/word_embeddings": ("vocab_size", "embedding_size"),
     "embeddings/position_embeddings": ("max_position_embeddings", "embedding_size"),

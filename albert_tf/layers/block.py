@@ -10,6 +10,8 @@ tensors. Layout (as in the original checkpoints and Hugging Face, after transpos
     ffn:       intermediate_kernel [H, I], intermediate_bias [I], output_kernel [I, H],
                output_bias [H], layer_norm_gamma, layer_norm_beta [H]
 
+(the one table of these names and shapes: `albert_tf.layers.block_weights`)
+
 Softmax and LayerNorm always run in float32 and cast back to the input dtype (bfloat16 under
 `mixed_bfloat16`). Dropout is stateless: every site draws its mask from a seed tensor, so the
 same seed gives the same masks inside a `tf.while_loop` and in an unrolled Python loop.
@@ -37,27 +39,6 @@ import dataclasses
 import math
 
 import tensorflow as tf
-
-ATTENTION_WEIGHTS = (
-    "query_kernel",
-    "query_bias",
-    "key_kernel",
-    "key_bias",
-    "value_kernel",
-    "value_bias",
-    "output_kernel",
-    "output_bias",
-    "layer_norm_gamma",
-    "layer_norm_beta",
-)
-FFN_WEIGHTS = (
-    "intermediate_kernel",
-    "intermediate_bias",
-    "output_kernel",
-    "output_bias",
-    "layer_norm_gamma",
-    "layer_norm_beta",
-)
 
 # Added to the attention scores of padded keys (in float32; exp() of it is exactly 0).
 MASK_VALUE = -1e9

@@ -19,33 +19,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.layers import block
-
-# Per-block shape of every stacked weight, as a function of (H, I).
-_SHAPES = {
-    "attention": {
-        "query_kernel": lambda h, i: (h, h),
-        "query_bias": lambda h, i: (h,),
-        "key_kernel": lambda h, i: (h, h),
-        "key_bias": lambda h, i: (h,),
-        "value_kernel": lambda h, i: (h, h),
-        "value_bias": lambda h, i: (h,),
-        "output_kernel": lambda h, i: (h, h),
-        "output_bias": lambda h, i: (h,),
-        "layer_norm_gamma": lambda h, i: (h,),
-        "layer_norm_beta": lambda h, i: (h,),
-    },
-    "ffn": {
-        "intermediate_kernel": lambda h, i: (h, i),
-        "intermediate_bias": lambda h, i: (i,),
-        "output_kernel": lambda h, i: (i, h),
-        "output_bias": lambda h, i: (h,),
-        "layer_norm_gamma": lambda h, i: (h,),
-        "layer_norm_beta": lambda h, i: (h,),
-    },
-}
-assert tuple(_SHAPES["attention"]) == block.ATTENTION_WEIGHTS
-assert tuple(_SHAPES["ffn"]) == block.FFN_WEIGHTS
+from albert_tf.layers import block, block_weights
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -54,8 +28,9 @@ class StackedWeights(keras.layers.Layer):
 
     A weight container, never called: the encoder reads `flat_values()` once per call and
     gathers one block's weights per loop iteration. Each weight is an attribute
-    (`stack.query_kernel`, ...) and `variables_by_name` maps the names of block.ATTENTION_WEIGHTS
-    or block.FFN_WEIGHTS to the variables. Kernels start truncated-normal(initializer_range),
+    (`stack.query_kernel`, ...) and `variables_by_name` maps the names of
+    `block_weights.ATTENTION_WEIGHTS` or `block_weights.FFN_WEIGHTS` to the variables. Kernels
+    start truncated-normal(initializer_range),
     biases and LayerNorm beta at 0, LayerNorm gamma at 1. LayerNorm parameters are never
     autocast (they stay float32 under mixed precision).
 
@@ -70,8 +45,11 @@ class StackedWeights(keras.layers.Layer):
         self, kind, groups, inner, hidden_size, intermediate_size, initializer_range=0.02, **kwargs
     ):
         super().__init__(**kwargs)
-        if kind not in _SHAPES:
-            raise ValueError(f"StackedWeights kind must be one of {sorted(_SHAPES)}, got {kind!r}")
+        if kind not in block_weights.BLOCK_WEIGHT_SHAPES:
+            raise ValueError(
+                "StackedWeights kind must be one of "
+                f"{sorted(block_weights.BLOCK_WEIGHT_SHAPES)}, got {kind!r}"
+            )
         self.kind = kind
         self.groups = groups
         self.inner = inner
@@ -80,8 +58,9 @@ class StackedWeights(keras.layers.Layer):
         self.initializer_range = initializer_range
 
     def build(self, input_shape=None):
-        for name, shape_fn in _SHAPES[self.kind].items():
-            shape = (self.groups, self.inner) + shape_fn(self.hidden_size, self.intermediate_size)
+        sizes = {"hidden_size": self.hidden_size, "intermediate_size": self.intermediate_size}
+        for name in block_weights.BLOCK_WEIGHT_SHAPES[self.kind]:
+            shape = (self.groups, self.inner) + block_weights.shape(self.kind, name, sizes)
             if name.endswith("_kernel"):
                 init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
             elif name == "layer_norm_gamma":
@@ -97,7 +76,7 @@ class StackedWeights(keras.layers.Layer):
     @property
     def variables_by_name(self):
         """{weight name: variable} in block order."""
-        return {name: getattr(self, name) for name in _SHAPES[self.kind]}
+        return {name: getattr(self, name) for name in block_weights.BLOCK_WEIGHT_SHAPES[self.kind]}
 
     def flat_values(self):
         """{name: tensor [groups * inner, ...]}, read (and autocast) once."""

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from harness import run_layer_test, run_model_test
 
-from albert_tf.layers import encoder as encoder_module
+from albert_tf.layers import block_weights
 from albert_tf.layers.embedding import FactorizedEmbedding
 from albert_tf.layers.encoder import AlbertEncoder, StackedWeights
 from albert_tf.layers.heads import MaskedLMHead, SentenceOrderHead
@@ -75,9 +75,10 @@ def test_stacked_weights(tiny_config):
         return stack.flat_values()
 
     groups, inner, hidden, intermediate = 2, 2, 8, 12
+    sizes = {"hidden_size": hidden, "intermediate_size": intermediate}
     shapes = {
-        name: (groups * inner,) + shape(hidden, intermediate)
-        for name, shape in encoder_module._SHAPES["ffn"].items()
+        name: (groups * inner,) + block_weights.shape("ffn", name, sizes)
+        for name in block_weights.FFN_WEIGHTS
     }
     run_layer_test(
         StackedWeights,

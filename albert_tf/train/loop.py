@@ -1,8 +1,8 @@
 """A strategy-agnostic custom training loop (orbit style): it knows nothing of ALBERT.
 
-The task supplies the model-specific parts (`stat_keys`, `normalizers(batch)`,
-`loss_and_statistics(model, batch, totals, training)`, `eval_statistics(model, batch)`); this
-module runs them under any tf.distribute strategy:
+The task (an `albert_tf.train.task_api.Task`) supplies the model-specific parts (`stat_keys`,
+`normalizers(batch)`, `loss_and_statistics(model, batch, totals, training)`,
+`eval_statistics(model, batch)`); this module runs them under any tf.distribute strategy:
 
 * `train(iterator, num_steps)` is one `tf.function` call that runs `num_steps` steps in a
   `tf.range` loop (a tensor count, so it is traced once), each step `strategy.run(step)`.
@@ -54,7 +54,8 @@ class Trainer:
 
     Args:
         strategy: any tf.distribute strategy; model and optimizer must be created in its scope.
-        task: an object with `stat_keys`, `normalizers`, `loss_and_statistics`, `eval_statistics`.
+        task: an `albert_tf.train.task_api.Task` (`stat_keys`, `normalizers`,
+            `loss_and_statistics`, `eval_statistics`).
         model: the keras.Model to train.
         optimizer: a Keras optimizer implementing `update_step` (LAMB, AdamWeightDecay, Adam...);
             EMA and gradient accumulation are not used by this loop.

@@ -353,6 +353,20 @@ def snapshot(directory, ignore=()):
     }
 
 
+def pinned_snapshot(directory, ignore=()):
+    """`snapshot` of the directory that `directory` names at the call, read through an open
+    descriptor: a rename or exchange of the path while its files are read cannot mix two
+    directories in one snapshot (None when `directory` does not exist)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return None
+    try:
+        return snapshot(f"/proc/self/fd/{fd}", ignore)
+    finally:
+        os.close(fd)
+
+
 def json_without(path, *keys):
     """The JSON object in `path` without `keys` (such as timings)."""
     with open(path) as f:

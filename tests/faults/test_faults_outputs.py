@@ -20,6 +20,7 @@ from fault_support import (
     moments,
     nearly_full_copy,
     one_line_error,
+    pinned_snapshot,
     read_only_copy,
     record,
     reproduce,
@@ -128,11 +129,8 @@ def _kill_convert(ref, at, output, earlier_dir):
     seen = set()
 
     def check():
-        state = (
-            {k: v for k, v in snapshot(output).items() if not k.startswith(".")}
-            if os.path.isdir(output)
-            else None
-        )
+        state = pinned_snapshot(output)  # the watcher must not mix the two sides of the swap
+        state = None if state is None else {k: v for k, v in state.items() if k[:1] != "."}
         if state not in (earlier, new):
             seen.add(
                 f"the directory is neither the whole earlier model nor the whole new one: "

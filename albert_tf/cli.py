@@ -78,6 +78,17 @@ def fail(message, exit_code=1):
     sys.exit(exit_code)
 
 
+def positive_ints(flag, values):
+    """A comma-list flag's `values` as positive integers, or the one-line error naming `--flag`."""
+    try:
+        numbers = [int(value) for value in values]
+    except ValueError:
+        numbers = []
+    if not numbers or min(numbers) < 1:
+        fail(f"--{flag} must be a comma list of positive integers, got {','.join(values)!r}")
+    return numbers
+
+
 def parse_flags_or_fail(argv):
     """absl's flag parser, with a bad flag reported first and in one line (no help text)."""
     try:

@@ -145,3 +145,18 @@ def resolve(precision="auto", jit_compile=None, strategy=None, log=True):
     if log:
         logging.info("%s", choice.log_line())
     return choice
+
+
+def apply_to_params(params, strategy=None):
+    """Resolves `params.precision` and `params.jit_compile` for `strategy` (logged), sets the global
+    Keras dtype policy to the choice (before models are built) and returns (`params` with the
+    resolved values, the previous global policy for the caller to restore)."""
+    import dataclasses
+
+    import keras
+
+    choice = resolve(params.precision, params.jit_compile, strategy)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(choice.policy)
+    resolved = dataclasses.replace(params, precision=choice.policy, jit_compile=choice.jit_compile)
+    return resolved, previous

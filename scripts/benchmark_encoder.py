@@ -147,9 +147,7 @@ def markdown(results):
 
 def main(argv):
     del argv
-    depths = [int(d) for d in FLAGS.layers if d.isdigit() and int(d) > 0]
-    if not depths or len(depths) != len(FLAGS.layers):
-        cli.fail(f"--layers must be a comma list of positive integers, got {FLAGS.layers}")
+    depths = cli.positive_ints("layers", FLAGS.layers)
     if not FLAGS.xla or set(FLAGS.xla) - {"off", "on"}:
         cli.fail(f"--xla must be a comma list of off and on, got {FLAGS.xla}")
     import tensorflow as tf

@@ -102,6 +102,8 @@ def _hf_predict(spm_model_file, config, max_length):
     except ImportError as e:
         logging.warning("HF torch pipeline skipped (%s): pip install albert_tf[bench]", e)
         return None
+    from albert_tf.convert.huggingface import huggingface_config
+
     try:
         tokenizer = transformers.AlbertTokenizerFast(vocab_file=spm_model_file, do_lower_case=True)
     except Exception as e:  # the conversion needs protobuf/sentencepiece; fall back to slow
@@ -109,17 +111,7 @@ def _hf_predict(spm_model_file, config, max_length):
         tokenizer = transformers.AlbertTokenizer(vocab_file=spm_model_file, do_lower_case=True)
     torch.manual_seed(0)
     model = transformers.AlbertForSequenceClassification(
-        transformers.AlbertConfig(
-            vocab_size=config.vocab_size,
-            embedding_size=config.embedding_size,
-            hidden_size=config.hidden_size,
-            num_hidden_layers=config.num_hidden_layers,
-            num_attention_heads=config.num_attention_heads,
-            intermediate_size=config.intermediate_size,
-            hidden_act="gelu_new",
-            max_position_embeddings=config.max_position_embeddings,
-            num_labels=2,
-        )
+        transformers.AlbertConfig(**huggingface_config(config), num_labels=2)
     ).eval()
 
     def predict(texts, bf16=False):

@@ -124,19 +124,9 @@ def _torch_step(config, precision, xla, batch):
     import transformers
 
     torch.manual_seed(0)
-    hf_config = transformers.AlbertConfig(
-        vocab_size=config.vocab_size,
-        embedding_size=config.embedding_size,
-        hidden_size=config.hidden_size,
-        num_hidden_layers=config.num_hidden_layers,
-        num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size,
-        hidden_act="gelu_new",  # the tanh approximation, as the released ALBERT configs mean
-        hidden_dropout_prob=config.hidden_dropout_prob,
-        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-        max_position_embeddings=config.max_position_embeddings,
-        num_labels=2,
-    )
+    from albert_tf.convert.huggingface import huggingface_config
+
+    hf_config = transformers.AlbertConfig(**huggingface_config(config), num_labels=2)
     model = transformers.AlbertForSequenceClassification(hf_config)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
@@ -363,12 +353,7 @@ def _cpu_name():
 
 def main(argv):
     del argv
-    try:
-        depths = [int(d) for d in FLAGS.layers]
-    except ValueError:
-        cli.fail(f"--layers must be a comma list of integers, got {FLAGS.layers}")
-    if not depths or min(depths) < 1:
-        cli.fail(f"--layers must be positive, got {FLAGS.layers}")
+    depths = cli.positive_ints("layers", FLAGS.layers)
     for flag, allowed in (
         ("libraries", LIBRARIES),
         ("precisions", ("float32", "bfloat16")),

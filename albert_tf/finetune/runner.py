@@ -518,8 +518,7 @@ def run_finetuning(params, task, strategy=None):
     or Ctrl-C.
     """
     show_progress()
-    from albert_tf.precision import resolve as resolve_precision
-    from albert_tf.train.task import set_precision
+    from albert_tf.precision import apply_to_params
 
     validate(params)
     config = _load_config(params)
@@ -556,10 +555,7 @@ def run_finetuning(params, task, strategy=None):
     task.load(wanted)
     params = _steps_from_epochs(params, task)
     tf.io.gfile.makedirs(params.output_dir)
-    choice = resolve_precision(params.precision, params.jit_compile, strategy)  # logs it
-    params = dataclasses.replace(params, precision=choice.policy, jit_compile=choice.jit_compile)
-    previous_policy = keras.config.dtype_policy()
-    set_precision(choice)
+    params, previous_policy = apply_to_params(params, strategy)  # logs the choice
     try:
         runner = _Finetuner(params, task, strategy)
         runner.build(task.vocab_size)

@@ -41,18 +41,18 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import files
+from albert_tf import precision as precision_lib
 from albert_tf.config import AlbertConfig, list_presets
 from albert_tf.data import input_checks
 from albert_tf.logs import show_progress
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
 from albert_tf.precision import PRECISIONS
-from albert_tf.precision import resolve as resolve_precision
 from albert_tf.settings import InvalidFlagError, setting
 from albert_tf.train import checkpointing, summaries
 from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.controller import Controller, NonFiniteLossError
 from albert_tf.train.loop import Trainer
-from albert_tf.train.task import PretrainingTask, set_precision
+from albert_tf.train.task import PretrainingTask
 from albert_tf.train.warm_start import warm_start
 
 __all__ = ["PretrainingParams", "run_pretraining", "NonFiniteLossError"]
@@ -502,10 +502,7 @@ def run_pretraining(params, strategy=None):
     input_checks.check_pretraining_inputs(
         sources, params.max_seq_length, params.max_predictions_per_seq, params.dynamic_masking
     )
-    choice = resolve_precision(params.precision, params.jit_compile, strategy)  # logs it
-    params = dataclasses.replace(params, precision=choice.policy, jit_compile=choice.jit_compile)
-    previous_policy = keras.config.dtype_policy()
-    set_precision(choice)
+    params, previous_policy = precision_lib.apply_to_params(params, strategy)  # logs the choice
     if params.seed is not None:
         keras.utils.set_random_seed(params.seed)
     tf.io.gfile.makedirs(params.output_dir)

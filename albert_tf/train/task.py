@@ -28,7 +28,6 @@ masked_lm_weights), sentence_order_accuracy and sentence_order_loss per example.
 2.0
 """
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -245,12 +244,3 @@ class PretrainingTask(Task):
             f"mlm_loss {metrics['masked_lm_loss']:.3f}, "
             f"sop_loss {metrics['sentence_order_loss']:.3f}"
         )
-
-
-def set_precision(precision):
-    """Sets the global Keras dtype policy: "float32", "mixed_bfloat16" or the policy of a resolved
-    `albert_tf.precision.Precision` (before building models)."""
-    precision = getattr(precision, "policy", precision)
-    if precision not in ("float32", "mixed_bfloat16"):
-        raise ValueError(f"--precision={precision!r}: expected float32 or mixed_bfloat16")
-    keras.config.set_dtype_policy(precision)

@@ -158,14 +158,22 @@ def _error(e):
     return f"{type(e).__name__}: {first[:160]}"
 
 
+# Pause before each timed step: the previous library's worker threads (torch's OpenMP pool,
+# TensorFlow's Eigen pool) keep spinning for a while after their work, and a step started at
+# once shares the 2 cores with them (albert_tf's step measured 1.77 s right after torch's and
+# 1.60 s alone).
+SETTLE_SECONDS = 1.0
+
+
 def measure(runs, steps):
     """{name: {"first": s, "steps": [s, ...], "note": str} or {"error": str}} for `runs`, a
     {name: zero-argument builder of (step function, note)}. First steps run in turn, then the
-    steady steps alternate between the runs."""
+    steady steps alternate between the runs, each after a pause of SETTLE_SECONDS."""
     results, step_fns = {}, {}
     for name, build in runs.items():
         try:
             step, note = build()
+            time.sleep(SETTLE_SECONDS)
             start = time.perf_counter()
             step()
             results[name] = {"first": time.perf_counter() - start, "steps": [], "note": note}
@@ -175,6 +183,7 @@ def measure(runs, steps):
     for _ in range(steps):
         for name, step in list(step_fns.items()):
             try:
+                time.sleep(SETTLE_SECONDS)
                 start = time.perf_counter()
                 step()
                 results[name]["steps"].append(time.perf_counter() - start)

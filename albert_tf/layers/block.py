@@ -12,9 +12,11 @@ tensors. Layout (as in the original checkpoints and Hugging Face, after transpos
 
 (the one table of these names and shapes: `albert_tf.layers.block_weights`)
 
-Softmax and LayerNorm always run in float32 and cast back to the input dtype (bfloat16 under
-`mixed_bfloat16`). Dropout is stateless: every site draws its mask from a seed tensor, so the
-same seed gives the same masks inside a `tf.while_loop` and in an unrolled Python loop.
+Softmax and LayerNorm (`albert_tf.layers.elementwise`) run in float32 and cast back to the
+input dtype (bfloat16 under `mixed_bfloat16`); with `BlockSettings(fused=True)` they and GELU
+run as XLA kernels (the encoder's training graphs). Dropout is stateless: every site draws its
+mask from a seed tensor, so the same seed gives the same masks inside a `tf.while_loop` and in
+an unrolled Python loop.
 
 >>> import numpy as np, tensorflow as tf
 >>> from albert_tf.layers import block
@@ -40,78 +42,10 @@ import math
 
 import tensorflow as tf
 
+from albert_tf.layers import elementwise
+
 # Added to the attention scores of padded keys (in float32; exp() of it is exactly 0).
 MASK_VALUE = -1e9
-
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-
-
-def _with_derivative(derivative):
-    """Decorates f(x) -> elementwise activation whose gradient is dy * derivative(x).
-
-    The backward pass then keeps only x (the FFN's [B, S, I] pre-activation) instead of every
-    intermediate of the formula: in the encoder's `tf.while_loop` each kept intermediate is one
-    more per-iteration accumulator, and XLA cannot fuse it away across the loop boundary.
-    The derivative is computed in float32 (x may be bfloat16).
-    """
-
-    def decorate(f):
-        @tf.custom_gradient
-        def activation(x):
-            def grad(dy):
-                d = derivative(tf.cast(x, tf.float32))
-                return tf.cast(tf.cast(dy, tf.float32) * d, dy.dtype)
-
-            return f(x), grad
-
-        activation.__doc__ = f.__doc__
-        activation.__name__ = f.__name__
-        return activation
-
-    return decorate
-
-
-def _gelu_tanh_derivative(x):
-    t = tf.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 0.134145 * x * x)
-
-
-def _gelu_erf_derivative(x):
-    return 0.5 * (1.0 + tf.math.erf(x / math.sqrt(2.0))) + x * tf.exp(-0.5 * x * x) / math.sqrt(
-        2.0 * math.pi
-    )
-
-
-@_with_derivative(_gelu_tanh_derivative)
-def gelu_tanh(x):
-    """The original ALBERT/BERT "gelu": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    return 0.5 * x * (1.0 + tf.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
-
-
-@_with_derivative(_gelu_erf_derivative)
-def gelu_erf(x):
-    """The exact GELU, x Phi(x) (Hugging Face's "gelu")."""
-    return 0.5 * x * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
-
-
-def _linear(x):
-    return x
-
-
-_ACTIVATIONS = {
-    "gelu_tanh": gelu_tanh,
-    "gelu_erf": gelu_erf,
-    "relu": tf.nn.relu,
-    "tanh": tf.tanh,
-    "linear": _linear,
-}
-
-
-def get_activation(name):
-    """The activation function for an `AlbertConfig.hidden_act` name."""
-    if name not in _ACTIVATIONS:
-        raise ValueError(f"Unknown activation {name!r}; expected one of {sorted(_ACTIVATIONS)}")
-    return _ACTIVATIONS[name]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +57,7 @@ class BlockSettings:
     layer_norm_eps: float = 1e-12
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
+    fused: bool = False  # elementwise math as XLA kernels (see elementwise.py)
 
     @classmethod
     def from_config(cls, config):
@@ -133,39 +68,6 @@ class BlockSettings:
             attention_dropout=config.attention_probs_dropout_prob,
             hidden_dropout=config.hidden_dropout_prob,
         )
-
-
-def layer_norm(x, gamma, beta, eps):
-    """LayerNorm over the last axis in float32 (biased variance), cast back to x's dtype.
-
-    Its gradient is written out, so that the backward pass keeps x and two [..., 1] statistics
-    rather than every intermediate of the formula (see `_with_derivative`).
-    """
-
-    @tf.custom_gradient
-    def normalize(x, gamma, beta):
-        x32 = tf.cast(x, tf.float32)
-        mean, variance = tf.nn.moments(x32, axes=[-1], keepdims=True)
-        rstd = tf.math.rsqrt(variance + eps)
-        y = (x32 - mean) * rstd * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32)
-
-        def grad(dy):
-            dy = tf.cast(dy, tf.float32)
-            xhat = (tf.cast(x, tf.float32) - mean) * rstd
-            axes = list(range(x.shape.rank - 1))
-            dxhat = dy * tf.cast(gamma, tf.float32)
-            dx = rstd * (
-                dxhat
-                - tf.reduce_mean(dxhat, -1, keepdims=True)
-                - xhat * tf.reduce_mean(dxhat * xhat, -1, keepdims=True)
-            )
-            dgamma = tf.reduce_sum(dy * xhat, axes)
-            dbeta = tf.reduce_sum(dy, axes)
-            return tf.cast(dx, x.dtype), tf.cast(dgamma, gamma.dtype), tf.cast(dbeta, beta.dtype)
-
-        return tf.cast(y, x.dtype), grad
-
-    return normalize(x, gamma, beta)
 
 
 def dropout(x, rate, seed):
@@ -210,6 +112,19 @@ def _split_heads(x, num_heads):
     return tf.transpose(x, [0, 2, 1, 3])
 
 
+def _residual_norm(x, out, weights, settings, training, seed, site):
+    """LayerNorm(x + Dropout(out)), the dropout mask from site `site` of `seed`."""
+    if training and settings.hidden_dropout:
+        out = dropout(out, settings.hidden_dropout, sub_seed(seed, site))
+    return elementwise.layer_norm(
+        x + out,
+        weights["layer_norm_gamma"],
+        weights["layer_norm_beta"],
+        settings.layer_norm_eps,
+        fused=settings.fused,
+    )
+
+
 def attention_sublayer(x, bias, weights, settings, training=False, seed=None):
     """LayerNorm(x + Dropout(Attention(x) W_o + b_o)) with a key-padding `bias` from attention_bias.
 
@@ -224,31 +139,24 @@ def attention_sublayer(x, bias, weights, settings, training=False, seed=None):
     k = _split_heads(_dense(x, weights["key_kernel"], weights["key_bias"]), settings.num_heads)
     v = _split_heads(_dense(x, weights["value_kernel"], weights["value_bias"]), settings.num_heads)
     scale = 1.0 / math.sqrt(hidden // settings.num_heads)
-    scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) * scale + bias
-    probs = tf.nn.softmax(scores, axis=-1)
+    probs = elementwise.attention_probs(
+        tf.matmul(q, k, transpose_b=True), bias, scale, fused=settings.fused
+    )
     if training and settings.attention_dropout:
         probs = dropout(probs, settings.attention_dropout, sub_seed(seed, 0))
-    context = tf.matmul(tf.cast(probs, x.dtype), v)  # [B, N, S, D]
+    context = tf.matmul(probs, v)  # [B, N, S, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch, seq, hidden])
     out = _dense(context, weights["output_kernel"], weights["output_bias"])
-    if training and settings.hidden_dropout:
-        out = dropout(out, settings.hidden_dropout, sub_seed(seed, 1))
-    return layer_norm(
-        x + out, weights["layer_norm_gamma"], weights["layer_norm_beta"], settings.layer_norm_eps
-    )
+    return _residual_norm(x, out, weights, settings, training, seed, site=1)
 
 
 def ffn_sublayer(x, weights, settings, training=False, seed=None):
     """LayerNorm(x + Dropout(act(x W_1 + b_1) W_2 + b_2)); dropout site 2 of `seed`."""
-    h = get_activation(settings.activation)(
-        _dense(x, weights["intermediate_kernel"], weights["intermediate_bias"])
-    )
+    activation = elementwise.get_activation(settings.activation)
+    h = _dense(x, weights["intermediate_kernel"], weights["intermediate_bias"])
+    h = activation(h, fused=settings.fused)
     out = _dense(h, weights["output_kernel"], weights["output_bias"])
-    if training and settings.hidden_dropout:
-        out = dropout(out, settings.hidden_dropout, sub_seed(seed, 2))
-    return layer_norm(
-        x + out, weights["layer_norm_gamma"], weights["layer_norm_beta"], settings.layer_norm_eps
-    )
+    return _residual_norm(x, out, weights, settings, training, seed, site=2)
 
 
 def transformer_block(x, bias, attention_weights, ffn_weights, settings, training=False, seed=None):

@@ -15,6 +15,8 @@ are kept, see block.py), or, with `recompute=True`, only the block's input hidde
 block being run again in the backward pass (see `recomputed`).
 """
 
+import dataclasses
+
 import keras
 import tensorflow as tf
 
@@ -248,6 +250,9 @@ class AlbertEncoder(keras.layers.Layer):
         ffn = _selector(self.ffn.flat_values())
         use_dropout = bool(training) and self.seed_generator is not None
         seed = self.seed_generator.next() if use_dropout else None
+        # Training graphs run the elementwise math as XLA kernels; inference graphs (exported
+        # SavedModels) stay plain TF ops, so that serving them needs no XLA JIT.
+        settings = dataclasses.replace(self.settings, fused=bool(training))
 
         def step(i, h):
             a, f = self.block_indices(i)
@@ -259,7 +264,7 @@ class AlbertEncoder(keras.layers.Layer):
                     bias,
                     attention_weights,
                     ffn_weights,
-                    self.settings,
+                    settings,
                     training=use_dropout,
                     seed=iteration_seed,
                 )

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.layers import block
+from albert_tf.layers import elementwise
 
 
 def _truncated_normal(stddev):
@@ -42,7 +42,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.activation = activation
-        self.activation_fn = block.get_activation(activation)
+        self.activation_fn = elementwise.get_activation(activation)
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(

@@ -44,6 +44,7 @@ FRESH_PROCESS = textwrap.dedent("""
             for f in library for n in f.node_def
         ),
         "imported_albert_tf": any(m.startswith("albert_tf") for m in sys.modules),
+        "xla_functions": sum(f.attr["_XlaMustCompile"].b for f in library),
     }))
 """)
 
@@ -73,6 +74,7 @@ def test_fresh_process_serves_bf16_close_to_float32(bf16_export, litert_classifi
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.strip().splitlines()[-1])
     assert not served["imported_albert_tf"]
+    assert served["xla_functions"] == 0  # TF Serving runs it without its XLA JIT
     assert served["dtypes"] == ["float32", "int32", "int64", "string"]  # float32 outputs
     assert served["bf16_matmuls"] > 0  # the encoder really computes in bfloat16
     logits = litert_classifier(litert_task.preprocessor(tf.constant(HELD_OUT))).numpy()

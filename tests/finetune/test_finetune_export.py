@@ -161,3 +161,45 @@ def test_float32_copy_of_mixed_precision_model():
     }
     np.testing.assert_allclose(copy(ids).numpy(), model(ids).numpy(), atol=0.05)
     assert keras.config.dtype_policy().name == "float32"
+
+
+def test_evaluation_runs_in_float32_copy_with_current_weights():
+    # --eval_precision=float32 (the default): a model training in mixed_bfloat16 evaluates
+    # through a float32 copy that follows its weights; =train evaluates the model itself.
+    import types
+
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.config import AlbertConfig
+    from albert_tf.finetune.runner import _Finetuner
+    from albert_tf.models.backbone import AlbertModel
+    from albert_tf.models.classifier import AlbertClassifier
+
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000, num_hidden_layers=1)
+    model = AlbertClassifier(AlbertModel(config, dtype="mixed_bfloat16"), num_classes=3)
+    ids = {
+        "input_word_ids": np.array([[2, 7, 9, 3]], "int32"),
+        "input_mask": np.ones([1, 4], "int32"),
+        "input_type_ids": np.zeros([1, 4], "int32"),
+    }
+    model(ids)
+    runner = types.SimpleNamespace(
+        p=types.SimpleNamespace(eval_precision="float32"),
+        model=model,
+        float32_model=None,
+        strategy=tf.distribute.get_strategy(),
+    )
+    first = _Finetuner.evaluation_model(runner)
+    assert first is not model and first.backbone.compute_dtype == "float32"
+    reference = saved_model.float32_copy(model)
+    np.testing.assert_array_equal(first.predict(ids, verbose=0), reference.predict(ids, verbose=0))
+    for v in model.trainable_variables:  # training moves the weights on
+        v.assign(v + keras.random.normal(v.shape, stddev=0.05, seed=1))
+    second = _Finetuner.evaluation_model(runner)
+    assert second is first  # built once, then given the current weights
+    reference = saved_model.float32_copy(model)
+    np.testing.assert_array_equal(second.predict(ids, verbose=0), reference.predict(ids, verbose=0))
+    assert np.abs(second.predict(ids, verbose=0) - model.predict(ids, verbose=0)).max() > 0
+    runner.p.eval_precision = "train"
+    assert _Finetuner.evaluation_model(runner) is model

@@ -160,22 +160,3 @@ def apply_to_params(params, strategy=None):
     keras.config.set_dtype_policy(choice.policy)
     resolved = dataclasses.replace(params, precision=choice.policy, jit_compile=choice.jit_compile)
     return resolved, previous
-
-
-def policy_copy(model, policy):
-    """A fresh copy of a Keras model under dtype policy `policy` with the same weights."""
-    config = _policy_config(model.get_config(), policy)
-    clone = type(model).from_config(config)
-    clone.set_weights(model.get_weights())
-    return clone
-
-
-def _policy_config(config, policy):
-    if isinstance(config, dict):
-        return {
-            k: (policy if k == "dtype" and v is not None else _policy_config(v, policy))
-            for k, v in config.items()
-        }
-    if isinstance(config, list):
-        return [_policy_config(v, policy) for v in config]
-    return config

@@ -37,7 +37,6 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.export import versions, warmup
-from albert_tf.precision import policy_copy
 
 # Texts replayed by TF Serving at load time: short, long, empty, non-ASCII.
 WARMUP_TEXTS = (
@@ -59,6 +58,25 @@ COMPUTE_DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
 def float32_copy(model):
     """A fresh copy of a Keras model under the float32 policy with the same weights."""
     return policy_copy(model, "float32")
+
+
+def policy_copy(model, policy):
+    """A fresh copy of a Keras model under dtype policy `policy` with the same weights."""
+    config = _policy_config(model.get_config(), policy)
+    clone = type(model).from_config(config)
+    clone.set_weights(model.get_weights())
+    return clone
+
+
+def _policy_config(config, policy):
+    if isinstance(config, dict):
+        return {
+            k: (policy if k == "dtype" and v is not None else _policy_config(v, policy))
+            for k, v in config.items()
+        }
+    if isinstance(config, list):
+        return [_policy_config(v, policy) for v in config]
+    return config
 
 
 def _text_endpoint(preprocessor, pair, body):

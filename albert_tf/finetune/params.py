@@ -17,7 +17,6 @@ from albert_tf.precision import PRECISIONS
 from albert_tf.settings import InvalidFlagError, setting
 
 STRATEGIES = ("one_device", "mirrored", "tpu")
-EVAL_PRECISIONS = ("float32", "train")  # --eval_precision: float32 or the training one
 
 
 @dataclasses.dataclass
@@ -84,12 +83,6 @@ class FinetuneParams:
         "Compute dtype policy; auto: mixed_bfloat16 on TPU, on CPUs with AMX/AVX512-BF16 and on "
         "GPUs of compute capability >= 8.0, else float32 (albert_tf.precision).",
         choices=PRECISIONS,
-    )
-    eval_precision: str = setting(
-        "float32",
-        "Compute dtype of evaluation and prediction: float32 (a float32 copy of the model, "
-        "whatever --precision trains in), or train (the training --precision).",
-        choices=EVAL_PRECISIONS,
     )
     jit_compile: Optional[bool] = setting(
         None, "XLA-compile the train step (default: on GPU and TPU, off on CPU)."

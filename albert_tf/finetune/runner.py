@@ -38,7 +38,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import files, precision
+from albert_tf import files
 from albert_tf.finetune import inputs
 from albert_tf.finetune.params import FinetuneParams, validate
 from albert_tf.logs import show_progress
@@ -239,7 +239,6 @@ class _Finetuner:
         for name, value in self.baselines.items():
             logging.info("%s: %s", name.replace("_", " "), value)
         self.checkpointer = None
-        self.float32_model = None  # see evaluation_model
         self.state = RunState(os.path.join(params.output_dir, "checkpoints"))
 
     def build(self, vocab_size):
@@ -307,21 +306,8 @@ class _Finetuner:
         return path
 
     # ------------------------------------------------------------------ evaluation
-    def evaluation_model(self):
-        """The model that evaluates and predicts: with --eval_precision=float32 and a model
-        that trains in another precision, a float32 copy holding the current weights (bfloat16's
-        8-bit mantissa cost the demo's model 3.7 points of dev accuracy)."""
-        if self.p.eval_precision == "train" or self.model.backbone.compute_dtype == "float32":
-            return self.model
-        if self.float32_model is None:
-            with self.strategy.scope():
-                self.float32_model = precision.policy_copy(self.model, "float32")
-        else:
-            self.float32_model.set_weights(self.model.get_weights())
-        return self.float32_model
-
     def predict(self, split, features, dataset):
-        outputs = self.evaluation_model().predict(dataset, verbose=0)  # array or dict of arrays
+        outputs = self.model.predict(dataset, verbose=0)  # an array or a dict of arrays
         outputs = keras.tree.map_structure(lambda a: np.asarray(a)[: len(features)], outputs)
         return self.task.postprocess(outputs, split)
 
@@ -532,6 +518,7 @@ def run_finetuning(params, task, strategy=None):
     or Ctrl-C.
     """
     show_progress()
+    from albert_tf.precision import apply_to_params
 
     validate(params)
     config = _load_config(params)
@@ -568,7 +555,7 @@ def run_finetuning(params, task, strategy=None):
     task.load(wanted)
     params = _steps_from_epochs(params, task)
     tf.io.gfile.makedirs(params.output_dir)
-    params, previous_policy = precision.apply_to_params(params, strategy)  # logs the choice
+    params, previous_policy = apply_to_params(params, strategy)  # logs the choice
     try:
         runner = _Finetuner(params, task, strategy)
         runner.build(task.vocab_size)

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import precision
 from albert_tf.export import saved_model
 
 # Stated tolerance of the bfloat16 export against float32 (8-bit mantissa matmuls).
@@ -98,7 +97,7 @@ def test_agreement_is_measured_and_described(bf16_export):
 
 def test_backbone_agreement_and_bad_compute_dtype(litert_classifier, litert_task, tmp_path):
     backbone = litert_classifier.backbone
-    bf16 = precision.policy_copy(backbone, "mixed_bfloat16")
+    bf16 = saved_model.policy_copy(backbone, "mixed_bfloat16")
     assert bf16.compute_dtype == "bfloat16" and bf16.variable_dtype == "float32"
     agreement = saved_model.measure_agreement(
         backbone, bf16, litert_task.preprocessor, HELD_OUT, batch_size=4

@@ -321,6 +321,7 @@ class SentenceClassificationTask(FinetuneTask):
             "name": self.name,
             "spec": spec,
             "data": dataclasses.asdict(self.data),
+            "seed": self.seed,  # the built-in task's split: its dev set is the run's dev set
             "pair": self.spec.is_pair,
             "labels": list(self.spec.labels or []) or None,
             "regression": self.spec.is_regression,
@@ -334,6 +335,9 @@ class SentenceClassificationTask(FinetuneTask):
             if isinstance(value, list):
                 values[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
         spec = TaskSpec(**values)
-        task = cls(ClassificationData(**description["data"]), spec=spec)
+        # (a finetune.json without "seed" predates it: its split was rebuilt with seed 0)
+        task = cls(
+            ClassificationData(**description["data"]), seed=description.get("seed", 0), spec=spec
+        )
         task.preprocessor = keras.saving.deserialize_keras_object(description["preprocessor"])
         return task

@@ -157,3 +157,30 @@ def test_tfds_glue_label_mapping():
     assert mnli.labels.tolist() == [1, 2, 0]
     assert (mnli.texts, mnli.text_pairs) == (["p0", "p1", "p2"], ["h0", "h1", "h2"])
     assert mnli.source == "tfds:glue/mnli/validation_mismatched"
+
+
+def test_description_keeps_the_builtin_split_seed(monkeypatch, spm_model_file):
+    # The built-in task's split depends on the run's --seed; a task rebuilt from finetune.json
+    # (export_litert.py scores the dev set) must draw the same dev set, not seed 0's.
+    from albert_tf.finetune import classification
+    from albert_tf.finetune.task import task_from_description
+
+    def splits(seed=0):
+        spec = task_spec.TaskSpec("docstring-source", ("a", "b"), ("accuracy",), ("text",), "l")
+        rng = np.random.default_rng(seed)
+        texts = [f"text {i}" for i in rng.permutation(20)]
+        return spec, {
+            "train": task_spec.Examples(texts[:15], labels=np.zeros(15, np.int32)),
+            "dev": task_spec.Examples(texts[15:], labels=np.ones(5, np.int32)),
+        }
+
+    monkeypatch.setattr(classification, "docstring_source_splits", splits)
+    task = classification.SentenceClassificationTask(
+        ClassificationData(task_name="docstring-source"), seed=12345
+    )
+    task.configure_text(spm_model_file, lower_case=True, seq_length=16, static_shapes=False)
+    task.load(["train", "dev"])
+    rebuilt = task_from_description(task.describe())
+    rebuilt.load(["dev"])
+    assert rebuilt.splits["dev"].texts == task.splits["dev"].texts
+    assert rebuilt.splits["dev"].texts != splits(seed=0)[1]["dev"].texts

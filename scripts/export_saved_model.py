@@ -9,8 +9,8 @@ A pretrained backbone for embeddings (a directory written by albert_tf.save):
     python scripts/export_saved_model.py --pretrained_dir=pretrained/ --export_dir=/models/albert
 
 Run it in its own process (not inside a TPU job): the model is rebuilt under float32, or with
---compute_dtype=bfloat16 under mixed_bfloat16 (bfloat16 matmuls, float32 weights and outputs;
-faster batches on CPUs with AVX512-BF16 or AMX). A bfloat16 export of a classifier or a
+--compute_dtype=bfloat16 in bfloat16 (bfloat16 weights and matmuls, float32 outputs; faster on
+CPUs with AVX512-BF16 or AMX). A bfloat16 export of a classifier or a
 backbone is compared with float32 on held-out texts (--agreement_file, or numpy docstring
 paragraphs): top-1 agreement and max probability difference (backbone: pooled-output cosine),
 printed as one JSON line before the export path and stored in assets.extra/albert_tf.json.
@@ -57,7 +57,7 @@ flags.DEFINE_enum(
     "compute_dtype",
     "float32",
     ["float32", "bfloat16"],
-    "Serving compute dtype: bfloat16 = mixed_bfloat16 (float32 weights and outputs).",
+    "Serving compute dtype: bfloat16 = bfloat16 weights and matmuls, float32 outputs.",
 )
 flags.DEFINE_string(
     "agreement_file",

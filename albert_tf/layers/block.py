@@ -97,19 +97,14 @@ def attention_bias(input_mask):
     return (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * MASK_VALUE
 
 
-def _dense(x, kernel, bias):
-    """x [..., in] @ kernel [in, out] + bias as one 2-D MatMul + BiasAdd, which oneDNN fuses
-    (a 3-D x would make a broadcasting BatchMatMul and a separate add: ~10% slower on CPU)."""
+def _dense(x, kernel, bias, activation=None):
+    """activation(x [..., in] @ kernel [in, out] + bias) as one 2-D MatMul + BiasAdd (+ the
+    activation on the 2-D result), which oneDNN fuses into one op (a 3-D x would make a
+    broadcasting BatchMatMul and a separate add: ~10% slower on CPU)."""
     y = tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, x.shape[-1]]), kernel), bias)
+    if activation is not None:
+        y = activation(y)
     return tf.reshape(y, tf.concat([tf.shape(x)[:-1], tf.shape(kernel)[-1:]], 0))
-
-
-def _split_heads(x, num_heads):
-    # [B, S, H] -> [B, N, S, D]; head n is the contiguous chunk [n*D, (n+1)*D) of the H axis.
-    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-    head_size = x.shape[-1] // num_heads
-    x = tf.reshape(x, [batch, seq, num_heads, head_size])
-    return tf.transpose(x, [0, 2, 1, 3])
 
 
 def _residual_norm(x, out, weights, settings, training, seed, site):
@@ -125,6 +120,29 @@ def _residual_norm(x, out, weights, settings, training, seed, site):
     )
 
 
+QKV_NAMES = ("query", "key", "value")
+
+
+def fuse_query_key_value(weights):
+    """Attention weights with the query/key/value kernels and biases concatenated on their
+    output axis into `qkv_kernel` [..., H, 3H] and `qkv_bias` [..., 3H]: one MatMul and one
+    head transpose instead of three each (the encoder fuses once per call, outside its loop)."""
+    fused = {k: v for k, v in weights.items() if not k.startswith(QKV_NAMES)}
+    for part in ("kernel", "bias"):
+        fused[f"qkv_{part}"] = tf.concat([weights[f"{n}_{part}"] for n in QKV_NAMES], -1)
+    return fused
+
+
+def _query_key_value(x, weights, num_heads):
+    """(q, k, v), each [B, N, S, D], from separate or fused (`fuse_query_key_value`) weights."""
+    if "qkv_kernel" not in weights:
+        weights = fuse_query_key_value(weights)
+    batch, seq, hidden = tf.shape(x)[0], tf.shape(x)[1], x.shape[-1]
+    qkv = _dense(x, weights["qkv_kernel"], weights["qkv_bias"])  # [B, S, 3H]
+    qkv = tf.reshape(qkv, [batch, seq, 3, num_heads, hidden // num_heads])
+    return tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # 3 x [B, N, S, D]
+
+
 def attention_sublayer(x, bias, weights, settings, training=False, seed=None):
     """LayerNorm(x + Dropout(Attention(x) W_o + b_o)) with a key-padding `bias` from attention_bias.
 
@@ -135,9 +153,7 @@ def attention_sublayer(x, bias, weights, settings, training=False, seed=None):
     if hidden % settings.num_heads:
         raise ValueError(f"hidden size {hidden} is not divisible by num_heads {settings.num_heads}")
     batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-    q = _split_heads(_dense(x, weights["query_kernel"], weights["query_bias"]), settings.num_heads)
-    k = _split_heads(_dense(x, weights["key_kernel"], weights["key_bias"]), settings.num_heads)
-    v = _split_heads(_dense(x, weights["value_kernel"], weights["value_bias"]), settings.num_heads)
+    q, k, v = _query_key_value(x, weights, settings.num_heads)
     scale = 1.0 / math.sqrt(hidden // settings.num_heads)
     probs = elementwise.attention_probs(
         tf.matmul(q, k, transpose_b=True), bias, scale, fused=settings.fused
@@ -153,8 +169,12 @@ def attention_sublayer(x, bias, weights, settings, training=False, seed=None):
 def ffn_sublayer(x, weights, settings, training=False, seed=None):
     """LayerNorm(x + Dropout(act(x W_1 + b_1) W_2 + b_2)); dropout site 2 of `seed`."""
     activation = elementwise.get_activation(settings.activation)
-    h = _dense(x, weights["intermediate_kernel"], weights["intermediate_bias"])
-    h = activation(h, fused=settings.fused)
+    h = _dense(
+        x,
+        weights["intermediate_kernel"],
+        weights["intermediate_bias"],
+        lambda y: activation(y, fused=settings.fused),
+    )
     out = _dense(h, weights["output_kernel"], weights["output_bias"])
     return _residual_norm(x, out, weights, settings, training, seed, site=2)
 

@@ -1,16 +1,20 @@
 """The block's elementwise math (GELU, LayerNorm, attention softmax), plain or XLA-fused.
 
-Each function has written-out gradients, so that a `tf.while_loop`'s backward pass keeps only
-the function's input (or output) instead of every intermediate of its formula: in the loop each
-kept intermediate is one more per-iteration accumulator. Internally they compute in float32
-and return the input's dtype (bfloat16 under `mixed_bfloat16`).
+LayerNorm and softmax compute in float32 and return the input's dtype (bfloat16 under
+`mixed_bfloat16`).
 
-With `fused=True` the forward and the gradient of each function run as one XLA-compiled
-kernel (a nested `tf.function(jit_compile=True)`), even in a graph that is otherwise not
-compiled: one pass over memory instead of one per TF op. On a 2-core AVX512-BF16 CPU this cuts
-the GELU of an ALBERT-base FFN ([2048, 3072] bfloat16, forward and backward) from 16.8 to
-3.5 ms. The encoder uses it in training graphs only; inference graphs (and so exported
-SavedModels) stay plain TF ops, which TF Serving runs without its XLA JIT.
+With `fused=True` (the encoder's training graphs) the forward and the gradient of each
+function run as one XLA-compiled kernel (a nested `tf.function(jit_compile=True)`), even in a
+graph that is otherwise not compiled: one pass over memory instead of one per TF op. On a
+2-core AVX512-BF16 CPU this cuts the GELU of an ALBERT-base FFN ([2048, 3072] bfloat16,
+forward and backward) from 16.8 to 3.5 ms. The gradients are written out, so that a
+`tf.while_loop`'s backward pass keeps only each function's input (or output) instead of every
+intermediate of its formula (in the loop each kept intermediate is one more per-iteration
+accumulator).
+
+Plain (inference graphs, and so exported SavedModels): TF ops, which TF Serving runs without
+its XLA JIT, written in the op patterns that oneDNN's grappler pass fuses on CPU (GELU into
+the preceding MatMul + BiasAdd, LayerNorm into one op).
 
 >>> import tensorflow as tf
 >>> from albert_tf.layers import elementwise
@@ -57,25 +61,22 @@ def _gelu_erf_derivative(x):
     )
 
 
-def _activation(formula, derivative, doc):
-    """f(x, fused=False): `formula` elementwise, with the gradient dy * derivative(x).
+def _activation(formula, derivative, plain, doc):
+    """f(x, fused=False): `formula` elementwise.
 
-    Plain: the formula in x's dtype, the gradient in float32. Fused: both in float32 inside
-    one XLA kernel each."""
-
-    def plain_grad(x, dy):
-        return tf.cast(_f32(dy) * derivative(_f32(x)), dy.dtype)
+    Fused: the formula and its gradient dy * derivative(x), each in float32 inside one XLA
+    kernel. Plain: `plain(x)` in x's dtype with TF's own gradient (`tf.nn.gelu`, whose graph
+    oneDNN's grappler pass fuses into the preceding MatMul + BiasAdd on CPU)."""
 
     fused_forward = _xla(lambda x: tf.cast(formula(_f32(x)), x.dtype))
-    fused_grad = _xla(plain_grad)
+    fused_grad = _xla(lambda x, dy: tf.cast(_f32(dy) * derivative(_f32(x)), dy.dtype))
+
+    @tf.custom_gradient
+    def fused_activation(x):
+        return fused_forward(x), lambda dy: fused_grad(x, dy)
 
     def activation(x, fused=False):
-        @tf.custom_gradient
-        def apply(x):
-            y = fused_forward(x) if fused else formula(x)
-            return y, lambda dy: (fused_grad if fused else plain_grad)(x, dy)
-
-        return apply(x)
+        return fused_activation(x) if fused else plain(x)
 
     activation.__doc__ = doc
     return activation
@@ -84,10 +85,14 @@ def _activation(formula, derivative, doc):
 gelu_tanh = _activation(
     _gelu_tanh,
     _gelu_tanh_derivative,
+    lambda x: tf.nn.gelu(x, approximate=True),
     'The original ALBERT/BERT "gelu": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).',
 )
 gelu_erf = _activation(
-    _gelu_erf, _gelu_erf_derivative, 'The exact GELU, x Phi(x) (Hugging Face\'s "gelu").'
+    _gelu_erf,
+    _gelu_erf_derivative,
+    lambda x: tf.nn.gelu(x, approximate=False),
+    'The exact GELU, x Phi(x) (Hugging Face\'s "gelu").',
 )
 
 
@@ -112,7 +117,8 @@ def get_activation(name):
 
 
 # ----------------------------------------------------------------------------- LayerNorm
-def _normalize(x, gamma, beta, eps):
+@_xla
+def _fused_normalize(x, gamma, beta, eps):
     x32 = _f32(x)
     mean, variance = tf.nn.moments(x32, axes=[-1], keepdims=True)
     rstd = tf.math.rsqrt(variance + eps)
@@ -120,7 +126,8 @@ def _normalize(x, gamma, beta, eps):
     return tf.cast(y, x.dtype), mean, rstd
 
 
-def _normalize_grad(x, gamma, beta, mean, rstd, dy):
+@_xla
+def _fused_normalize_grad(x, gamma, beta, mean, rstd, dy):
     dy = _f32(dy)
     xhat = (_f32(x) - mean) * rstd
     axes = list(range(x.shape.rank - 1))
@@ -135,22 +142,28 @@ def _normalize_grad(x, gamma, beta, mean, rstd, dy):
     return tf.cast(dx, x.dtype), tf.cast(dgamma, gamma.dtype), tf.cast(dbeta, beta.dtype)
 
 
-_fused_normalize = _xla(_normalize)
-_fused_normalize_grad = _xla(_normalize_grad)
+def _plain_layer_norm(x, gamma, beta, eps):
+    # Written as the op pattern that oneDNN's grappler pass fuses into one _MklLayerNorm:
+    # beta + (x - mean) * (rsqrt(variance + eps) * gamma).
+    x32 = _f32(x)
+    centered = x32 - tf.reduce_mean(x32, -1, keepdims=True)
+    variance = tf.reduce_mean(tf.square(centered), -1, keepdims=True)
+    y = _f32(beta) + centered * (tf.math.rsqrt(variance + eps) * _f32(gamma))
+    return tf.cast(y, x.dtype)
 
 
 def layer_norm(x, gamma, beta, eps, fused=False):
     """LayerNorm over the last axis in float32 (biased variance), cast back to x's dtype.
 
-    The backward pass keeps x and two [..., 1] statistics."""
-    forward, backward = (
-        (_fused_normalize, _fused_normalize_grad) if fused else (_normalize, _normalize_grad)
-    )
+    Fused: one XLA kernel each way, the written-out gradient keeping only x and two [..., 1]
+    statistics. Plain: TF ops with TF's own gradient."""
+    if not fused:
+        return _plain_layer_norm(x, gamma, beta, eps)
 
     @tf.custom_gradient
     def normalize(x, gamma, beta):
-        y, mean, rstd = forward(x, gamma, beta, eps)
-        return y, lambda dy: backward(x, gamma, beta, mean, rstd, dy)
+        y, mean, rstd = _fused_normalize(x, gamma, beta, eps)
+        return y, lambda dy: _fused_normalize_grad(x, gamma, beta, mean, rstd, dy)
 
     return normalize(x, gamma, beta)
 
@@ -172,17 +185,14 @@ _fused_scores_to_probs_grad = _xla(_scores_to_probs_grad)
 def attention_probs(scores, bias, scale, fused=False):
     """softmax(scores * scale + bias) over the last axis in float32, in scores' dtype.
 
-    `bias` (float32, broadcast to scores) gets no gradient; the backward pass keeps only the
-    probabilities."""
-    forward, backward = (
-        (_fused_scores_to_probs, _fused_scores_to_probs_grad)
-        if fused
-        else (_scores_to_probs, _scores_to_probs_grad)
-    )
+    `bias` (float32, broadcast to scores) gets no gradient. Fused: the written-out gradient
+    keeps only the probabilities."""
+    if not fused:
+        return _scores_to_probs(scores, bias, scale)
 
     @tf.custom_gradient
     def softmax(scores):
-        probs = forward(scores, bias, scale)
-        return probs, lambda dprobs: backward(probs, dprobs, scale)
+        probs = _fused_scores_to_probs(scores, bias, scale)
+        return probs, lambda dprobs: _fused_scores_to_probs_grad(probs, dprobs, scale)
 
     return softmax(scores)

@@ -246,7 +246,7 @@ class AlbertEncoder(keras.layers.Layer):
     def call(self, hidden, input_mask, training=False):
         hidden = tf.cast(hidden, self.compute_dtype)  # loop-variable dtype stays fixed
         bias = block.attention_bias(input_mask)
-        attention = _selector(self.attention.flat_values())
+        attention = _selector(block.fuse_query_key_value(self.attention.flat_values()))
         ffn = _selector(self.ffn.flat_values())
         use_dropout = bool(training) and self.seed_generator is not None
         seed = self.seed_generator.next() if use_dropout else None

@@ -121,3 +121,27 @@ def test_fit_counts_steps_of_dict_labels():
     # 6 rows / batch 2 = 3 steps per epoch: the schedule spans 6 steps (not len(y) = 2 keys)
     assert model.optimizer._learning_rate.decay_steps == 6
     assert int(model.optimizer.iterations.numpy()) == 6
+
+
+@pytest.mark.parametrize("method", ["fit", "train_on_batch"])
+def test_first_step_creates_no_variables_inside_the_trace(method):
+    # Variables created while tracing the step (Keras builds the optimizer's slots lazily
+    # there) make TensorFlow trace the whole step twice; fit and train_on_batch create them
+    # before.
+    model = AlbertClassifier(AlbertModel(_small_config()), num_classes=2)
+    model.compile(num_train_steps=10, precision="float32")
+    ids = np.array([[2, 7, 9, 3], [2, 8, 3, 0]], "int32")
+    x = {"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"), "input_type_ids": 0 * ids}
+    y = np.array([0, 1], "int32")
+    traced = []
+
+    def creator(next_creator, **kwargs):
+        traced.append(tf.inside_function())
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(creator):
+        if method == "fit":
+            model.fit(x, y, batch_size=2, epochs=1, verbose=0)
+        else:
+            model.train_on_batch(x, y)
+    assert traced and not any(traced)

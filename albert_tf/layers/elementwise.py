@@ -12,9 +12,9 @@ forward and backward) from 16.8 to 3.5 ms. The gradients are written out, so tha
 intermediate of its formula (in the loop each kept intermediate is one more per-iteration
 accumulator).
 
-Plain (inference graphs, and so exported SavedModels): TF ops, which TF Serving runs without
-its XLA JIT, written in the op patterns that oneDNN's grappler pass fuses on CPU (GELU into
-the preceding MatMul + BiasAdd, LayerNorm into one op).
+Plain (inference graphs, and so exported SavedModels): the same formulas as TF ops with TF's
+own gradients, which TF Serving runs without its XLA JIT; GELU is `tf.nn.gelu`, whose ops
+oneDNN's grappler pass fuses into the preceding MatMul + BiasAdd on CPU.
 
 >>> import tensorflow as tf
 >>> from albert_tf.layers import elementwise
@@ -117,13 +117,15 @@ def get_activation(name):
 
 
 # ----------------------------------------------------------------------------- LayerNorm
-@_xla
-def _fused_normalize(x, gamma, beta, eps):
+def _normalize(x, gamma, beta, eps):
     x32 = _f32(x)
     mean, variance = tf.nn.moments(x32, axes=[-1], keepdims=True)
     rstd = tf.math.rsqrt(variance + eps)
     y = (x32 - mean) * rstd * _f32(gamma) + _f32(beta)
     return tf.cast(y, x.dtype), mean, rstd
+
+
+_fused_normalize = _xla(_normalize)
 
 
 @_xla
@@ -142,23 +144,13 @@ def _fused_normalize_grad(x, gamma, beta, mean, rstd, dy):
     return tf.cast(dx, x.dtype), tf.cast(dgamma, gamma.dtype), tf.cast(dbeta, beta.dtype)
 
 
-def _plain_layer_norm(x, gamma, beta, eps):
-    # Written as the op pattern that oneDNN's grappler pass fuses into one _MklLayerNorm:
-    # beta + (x - mean) * (rsqrt(variance + eps) * gamma).
-    x32 = _f32(x)
-    centered = x32 - tf.reduce_mean(x32, -1, keepdims=True)
-    variance = tf.reduce_mean(tf.square(centered), -1, keepdims=True)
-    y = _f32(beta) + centered * (tf.math.rsqrt(variance + eps) * _f32(gamma))
-    return tf.cast(y, x.dtype)
-
-
 def layer_norm(x, gamma, beta, eps, fused=False):
     """LayerNorm over the last axis in float32 (biased variance), cast back to x's dtype.
 
     Fused: one XLA kernel each way, the written-out gradient keeping only x and two [..., 1]
     statistics. Plain: TF ops with TF's own gradient."""
     if not fused:
-        return _plain_layer_norm(x, gamma, beta, eps)
+        return _normalize(x, gamma, beta, eps)[0]
 
     @tf.custom_gradient
     def normalize(x, gamma, beta):

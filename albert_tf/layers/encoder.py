@@ -10,9 +10,10 @@ group_idx = int(l / L * num_hidden_groups)). The graph therefore holds one block
 depth; `unroll=True` builds the same math as a Python loop over the same weights.
 
 What the backward pass keeps per iteration is what the loop's gradient accumulates: the
-block's activations (with LayerNorm and GELU gradients written out so that only their inputs
-are kept, see block.py), or, with `recompute=True`, only the block's input hidden state, the
-block being run again in the backward pass (see `recomputed`).
+block's activations (in training graphs, with the LayerNorm, GELU and softmax gradients written
+out so that only their inputs or outputs are kept, see elementwise.py), or, with
+`recompute=True`, only the block's input hidden state, the block being run again in the
+backward pass (see `recomputed`).
 """
 
 import dataclasses

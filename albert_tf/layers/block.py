@@ -13,10 +13,21 @@ tensors. Layout (as in the original checkpoints and Hugging Face, after transpos
 (the one table of these names and shapes: `albert_tf.layers.block_weights`)
 
 Softmax and LayerNorm (`albert_tf.layers.elementwise`) run in float32 and cast back to the
-input dtype (bfloat16 under `mixed_bfloat16`); with `BlockSettings(fused=True)` they and GELU
-run as XLA kernels (the encoder's training graphs). Dropout is stateless: every site draws its
-mask from a seed tensor, so the same seed gives the same masks inside a `tf.while_loop` and in
-an unrolled Python loop.
+input dtype (bfloat16 under `mixed_bfloat16`). Dropout is stateless: every site draws its mask
+from a seed tensor, so the same seed gives the same masks inside a `tf.while_loop` and in an
+unrolled Python loop, and the written gradient below redraws them instead of keeping them.
+
+Training graphs (`BlockSettings(fused=True)`, set by the encoder) run the block with a
+written-out gradient (`_written_gradient`): the elementwise math runs as XLA kernels both ways,
+and what the backward pass keeps is only the block input, the query/key/value heads, the
+attention probabilities, the attention context, the two LayerNorm inputs with their statistics
+and the FFN pre-activation; the first LayerNorm's output and the activation's output are
+recomputed from them (one elementwise pass each). TF's autodiff of the same math keeps both of
+those as well, and the probabilities twice. In a `tf.while_loop` every kept tensor is one more
+per-iteration stack, written in the forward loop and read back in the backward one: under XLA
+the written gradient keeps 31% fewer bytes per iteration and its step is about 5% faster (see
+docs/model.md). Inference graphs (and so exported SavedModels) are the plain TF ops with TF's
+own gradients.
 
 >>> import numpy as np, tensorflow as tf
 >>> from albert_tf.layers import block
@@ -46,6 +57,10 @@ from albert_tf.layers import elementwise
 
 # Added to the attention scores of padded keys (in float32; exp() of it is exactly 0).
 MASK_VALUE = -1e9
+QKV_NAMES = ("query", "key", "value")
+# Dropout sites of a block's seed (see sub_seed): the attention probabilities, the attention
+# sublayer's output, the FFN sublayer's output.
+ATTENTION_PROBS_SITE, ATTENTION_OUTPUT_SITE, FFN_OUTPUT_SITE = 0, 1, 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +72,7 @@ class BlockSettings:
     layer_norm_eps: float = 1e-12
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
-    fused: bool = False  # elementwise math as XLA kernels (see elementwise.py)
+    fused: bool = False  # training graphs: XLA kernels and the written gradient (see above)
 
     @classmethod
     def from_config(cls, config):
@@ -73,7 +88,8 @@ class BlockSettings:
 def dropout(x, rate, seed):
     """Inverted dropout with a stateless mask drawn from `seed` (int32/int64 [2]).
 
-    Rate 0 is a no-op."""
+    Rate 0 is a no-op. The function is linear in x: its gradient is itself applied to the
+    output gradient with the same seed."""
     if not rate:
         return x
     # Philox named, not "auto_select": the same masks as before off XLA (where auto_select is
@@ -97,89 +113,181 @@ def attention_bias(input_mask):
     return (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * MASK_VALUE
 
 
-def _dense(x, kernel, bias, activation=None):
-    """activation(x [..., in] @ kernel [in, out] + bias) as one 2-D MatMul + BiasAdd (+ the
-    activation on the 2-D result), which oneDNN fuses into one op (a 3-D x would make a
-    broadcasting BatchMatMul and a separate add: ~10% slower on CPU)."""
-    y = tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, x.shape[-1]]), kernel), bias)
-    if activation is not None:
-        y = activation(y)
-    return tf.reshape(y, tf.concat([tf.shape(x)[:-1], tf.shape(kernel)[-1:]], 0))
-
-
-def _residual_norm(x, out, weights, settings, training, seed, site):
-    """LayerNorm(x + Dropout(out)), the dropout mask from site `site` of `seed`."""
-    if training and settings.hidden_dropout:
-        out = dropout(out, settings.hidden_dropout, sub_seed(seed, site))
-    return elementwise.layer_norm(
-        x + out,
-        weights["layer_norm_gamma"],
-        weights["layer_norm_beta"],
-        settings.layer_norm_eps,
-        fused=settings.fused,
-    )
-
-
-QKV_NAMES = ("query", "key", "value")
-
-
 def fuse_query_key_value(weights):
     """Attention weights with the query/key/value kernels and biases concatenated on their
     output axis into `qkv_kernel` [..., H, 3H] and `qkv_bias` [..., 3H]: one MatMul and one
     head transpose instead of three each (the encoder fuses once per call, outside its loop)."""
+    if "qkv_kernel" in weights:
+        return weights
     fused = {k: v for k, v in weights.items() if not k.startswith(QKV_NAMES)}
     for part in ("kernel", "bias"):
         fused[f"qkv_{part}"] = tf.concat([weights[f"{n}_{part}"] for n in QKV_NAMES], -1)
     return fused
 
 
-def _query_key_value(x, weights, num_heads):
-    """(q, k, v), each [B, N, S, D], from separate or fused (`fuse_query_key_value`) weights."""
-    if "qkv_kernel" not in weights:
-        weights = fuse_query_key_value(weights)
+def _dense(x, kernel, bias, activation=None):
+    """activation(x [T, in] @ kernel [in, out] + bias): a 2-D MatMul + BiasAdd (+ the activation
+    on the 2-D result), which oneDNN fuses into one op (a 3-D x would make a broadcasting
+    BatchMatMul and a separate add: ~10% slower on CPU)."""
+    y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+    return y if activation is None else activation(y)
+
+
+def _dense_gradient(x, kernel, dy):
+    """(dx, dkernel, dbias) of `_dense` without activation, as TF's own gradient ops."""
+    return (
+        tf.matmul(dy, kernel, transpose_b=True),
+        tf.matmul(x, dy, transpose_a=True),
+        tf.raw_ops.BiasAddGrad(out_backprop=dy),
+    )
+
+
+def _split_heads(x, batch, seq, num_heads, parts=1):
+    """[B * S, parts * H] -> [B, N, S, D], or a list of `parts` of them (one transpose)."""
+    width = x.shape[-1] // (parts * num_heads)
+    if parts == 1:
+        return tf.transpose(tf.reshape(x, [batch, seq, num_heads, width]), [0, 2, 1, 3])
+    x = tf.reshape(x, [batch, seq, parts, num_heads, width])
+    return tf.unstack(tf.transpose(x, [2, 0, 3, 1, 4]))
+
+
+def _merge_heads(x):
+    """`_split_heads` inverted: [B, N, S, D], or a list of them -> [B * S, parts * N * D]."""
+    if isinstance(x, list):
+        x = tf.transpose(tf.stack(x), [1, 3, 0, 2, 4])  # [B, S, parts, N, D]
+    else:
+        x = tf.transpose(x, [0, 2, 1, 3])  # [B, S, N, D]
+    return tf.reshape(x, [-1, math.prod(x.shape[2:])])
+
+
+def _forward(x, bias, attention, ffn, settings, drop, fused):
+    """The block on x [B, S, H] -> (output [B, S, H], kept), `kept` holding what the written
+    gradient needs. `drop(x, site)` applies the dropout of a site (the identity when off)."""
     batch, seq, hidden = tf.shape(x)[0], tf.shape(x)[1], x.shape[-1]
-    qkv = _dense(x, weights["qkv_kernel"], weights["qkv_bias"])  # [B, S, 3H]
-    qkv = tf.reshape(qkv, [batch, seq, 3, num_heads, hidden // num_heads])
-    return tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # 3 x [B, N, S, D]
-
-
-def attention_sublayer(x, bias, weights, settings, training=False, seed=None):
-    """LayerNorm(x + Dropout(Attention(x) W_o + b_o)) with a key-padding `bias` from attention_bias.
-
-    `seed` (an int [2] tensor) is needed only when training with dropout; sites 0 and 1 of it
-    are used.
-    """
-    hidden = x.shape[-1]
     if hidden % settings.num_heads:
         raise ValueError(f"hidden size {hidden} is not divisible by num_heads {settings.num_heads}")
-    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-    q, k, v = _query_key_value(x, weights, settings.num_heads)
+    x2 = tf.reshape(x, [-1, hidden])
+    qkv = _dense(x2, attention["qkv_kernel"], attention["qkv_bias"])
+    q, k, v = _split_heads(qkv, batch, seq, settings.num_heads, parts=3)
     scale = 1.0 / math.sqrt(hidden // settings.num_heads)
-    probs = elementwise.attention_probs(
-        tf.matmul(q, k, transpose_b=True), bias, scale, fused=settings.fused
+    probs = elementwise.attention_probs(tf.matmul(q, k, transpose_b=True), bias, scale, fused)
+    context = _merge_heads(tf.matmul(drop(probs, ATTENTION_PROBS_SITE), v))
+    out = _dense(context, attention["output_kernel"], attention["output_bias"])
+    s1 = x2 + drop(out, ATTENTION_OUTPUT_SITE)
+    eps = settings.layer_norm_eps
+    y1, mean1, rstd1 = elementwise.normalize(
+        s1, attention["layer_norm_gamma"], attention["layer_norm_beta"], eps, fused
     )
-    if training and settings.attention_dropout:
-        probs = dropout(probs, settings.attention_dropout, sub_seed(seed, 0))
-    context = tf.matmul(probs, v)  # [B, N, S, D]
-    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch, seq, hidden])
-    out = _dense(context, weights["output_kernel"], weights["output_bias"])
-    return _residual_norm(x, out, weights, settings, training, seed, site=1)
-
-
-def ffn_sublayer(x, weights, settings, training=False, seed=None):
-    """LayerNorm(x + Dropout(act(x W_1 + b_1) W_2 + b_2)); dropout site 2 of `seed`."""
     activation = elementwise.get_activation(settings.activation)
-    h = _dense(
-        x,
-        weights["intermediate_kernel"],
-        weights["intermediate_bias"],
-        lambda y: activation(y, fused=settings.fused),
+    if fused:  # the pre-activation is kept
+        pre = _dense(y1, ffn["intermediate_kernel"], ffn["intermediate_bias"])
+        act = activation(pre, fused=True)
+    else:  # activation on the 2-D MatMul + BiasAdd result, for oneDNN's fusion
+        pre = None
+        act = _dense(y1, ffn["intermediate_kernel"], ffn["intermediate_bias"], activation)
+    out = _dense(act, ffn["output_kernel"], ffn["output_bias"])
+    s2 = y1 + drop(out, FFN_OUTPUT_SITE)
+    y2, mean2, rstd2 = elementwise.normalize(
+        s2, ffn["layer_norm_gamma"], ffn["layer_norm_beta"], eps, fused
     )
-    out = _dense(h, weights["output_kernel"], weights["output_bias"])
-    return _residual_norm(x, out, weights, settings, training, seed, site=2)
+    kept = dict(
+        q=q, k=k, v=v, probs=probs, context=context, s1=s1, mean1=mean1, rstd1=rstd1, pre=pre,
+        s2=s2, mean2=mean2, rstd2=rstd2,
+    )  # fmt: skip
+    return tf.reshape(y2, tf.shape(x)), kept
+
+
+def _backward(dy, x, kept, attention, ffn, settings, drop):
+    """(dx, dattention, dffn) of `_forward(fused=True)` from its output gradient dy [B, S, H].
+
+    Shapes come from dy: a shape computed in the forward pass and read here would be one more
+    per-iteration stack in a `tf.while_loop`, and not a compile-time constant under XLA."""
+    batch, seq, hidden = tf.shape(dy)[0], tf.shape(dy)[1], dy.shape[-1]
+    eps = settings.layer_norm_eps
+    dy = tf.reshape(dy, [-1, hidden])
+    # FFN sublayer: s2 = y1 + drop(act(y1 W1 + b1) W2 + b2), y2 = LayerNorm(s2).
+    ds2, dgamma2, dbeta2 = elementwise.normalize_gradient(
+        kept["s2"], ffn["layer_norm_gamma"], kept["mean2"], kept["rstd2"], dy
+    )
+    activation = elementwise.get_activation(settings.activation)
+    act = activation(kept["pre"], fused=True)  # recomputed
+    dact, dffn_out_kernel, dffn_out_bias = _dense_gradient(
+        act, ffn["output_kernel"], drop(ds2, FFN_OUTPUT_SITE)
+    )
+    dpre = activation.gradient(kept["pre"], dact)
+    y1 = elementwise.normalize(
+        kept["s1"], attention["layer_norm_gamma"], attention["layer_norm_beta"], eps, True
+    )[0]  # recomputed
+    dy1, dintermediate_kernel, dintermediate_bias = _dense_gradient(
+        y1, ffn["intermediate_kernel"], dpre
+    )
+    # Attention sublayer: s1 = x + drop(context Wo + bo), y1 = LayerNorm(s1).
+    ds1, dgamma1, dbeta1 = elementwise.normalize_gradient(
+        kept["s1"], attention["layer_norm_gamma"], kept["mean1"], kept["rstd1"], ds2 + dy1
+    )
+    dcontext, dout_kernel, dout_bias = _dense_gradient(
+        kept["context"], attention["output_kernel"], drop(ds1, ATTENTION_OUTPUT_SITE)
+    )
+    dcontext = _split_heads(dcontext, batch, seq, settings.num_heads)
+    q, k, v, probs = kept["q"], kept["k"], kept["v"], kept["probs"]
+    dv = tf.matmul(drop(probs, ATTENTION_PROBS_SITE), dcontext, transpose_a=True)
+    dprobs = drop(tf.matmul(dcontext, v, transpose_b=True), ATTENTION_PROBS_SITE)
+    scale = 1.0 / math.sqrt(hidden // settings.num_heads)
+    dscores = elementwise.attention_probs_gradient(probs, dprobs, scale)
+    dq = tf.matmul(dscores, k)
+    dk = tf.matmul(dscores, q, transpose_a=True)
+    dx, dqkv_kernel, dqkv_bias = _dense_gradient(
+        tf.reshape(x, [-1, hidden]), attention["qkv_kernel"], _merge_heads([dq, dk, dv])
+    )
+    dattention = {
+        "qkv_kernel": dqkv_kernel,
+        "qkv_bias": dqkv_bias,
+        "output_kernel": dout_kernel,
+        "output_bias": dout_bias,
+        "layer_norm_gamma": dgamma1,
+        "layer_norm_beta": dbeta1,
+    }
+    dffn = {
+        "intermediate_kernel": dintermediate_kernel,
+        "intermediate_bias": dintermediate_bias,
+        "output_kernel": dffn_out_kernel,
+        "output_bias": dffn_out_bias,
+        "layer_norm_gamma": dgamma2,
+        "layer_norm_beta": dbeta2,
+    }
+    return tf.reshape(ds1 + dx, [batch, seq, hidden]), dattention, dffn
+
+
+def _written_gradient(x, bias, attention, ffn, settings, drop):
+    """`_forward(fused=True)` with `_backward` as its gradient (`bias` gets none)."""
+
+    @tf.custom_gradient
+    def run(x, attention, ffn):
+        y, kept = _forward(x, bias, attention, ffn, settings, drop, fused=True)
+        return y, lambda dy: _backward(dy, x, kept, attention, ffn, settings, drop)
+
+    return run(x, attention, ffn)
 
 
 def transformer_block(x, bias, attention_weights, ffn_weights, settings, training=False, seed=None):
-    """One post-LN block: the attention sublayer, then the feed-forward sublayer."""
-    x = attention_sublayer(x, bias, attention_weights, settings, training=training, seed=seed)
-    return ffn_sublayer(x, ffn_weights, settings, training=training, seed=seed)
+    """One post-LN block: LayerNorm(x + Dropout(Attention(x))), then
+    LayerNorm(h + Dropout(act(h W1 + b1) W2 + b2)).
+
+    x [B, S, H]; `bias` from attention_bias; weights as in the module docstring (query/key/value
+    separate or fused by fuse_query_key_value); `seed` (an int [2] tensor) is needed only when
+    training with dropout. With `settings.fused` the block has the written-out gradient."""
+    rates = {
+        ATTENTION_PROBS_SITE: settings.attention_dropout,
+        ATTENTION_OUTPUT_SITE: settings.hidden_dropout,
+        FFN_OUTPUT_SITE: settings.hidden_dropout,
+    }
+
+    def drop(t, site):
+        if not (training and rates[site]):
+            return t
+        return dropout(t, rates[site], sub_seed(seed, site))
+
+    attention_weights = fuse_query_key_value(attention_weights)
+    if settings.fused:
+        return _written_gradient(x, bias, attention_weights, ffn_weights, settings, drop)
+    return _forward(x, bias, attention_weights, ffn_weights, settings, drop, fused=False)[0]

@@ -1,20 +1,18 @@
-"""The block's elementwise math (GELU, LayerNorm, attention softmax), plain or XLA-fused.
+"""The block's elementwise math (activation, LayerNorm, attention softmax), plain or as XLA kernels.
 
 LayerNorm and softmax compute in float32 and return the input's dtype (bfloat16 under
 `mixed_bfloat16`).
 
-With `fused=True` (the encoder's training graphs) the forward and the gradient of each
-function run as one XLA-compiled kernel (a nested `tf.function(jit_compile=True)`), even in a
-graph that is otherwise not compiled: one pass over memory instead of one per TF op. On a
-2-core AVX512-BF16 CPU this cuts the GELU of an ALBERT-base FFN ([2048, 3072] bfloat16,
-forward and backward) from 16.8 to 3.5 ms. The gradients are written out, so that a
-`tf.while_loop`'s backward pass keeps only each function's input (or output) instead of every
-intermediate of its formula (in the loop each kept intermediate is one more per-iteration
-accumulator).
+Plain (inference graphs, and so exported SavedModels): TF ops with TF's own gradients, which
+TF Serving runs without its XLA JIT; GELU is `tf.nn.gelu`, whose ops oneDNN's grappler pass
+fuses into the preceding MatMul + BiasAdd on CPU.
 
-Plain (inference graphs, and so exported SavedModels): the same formulas as TF ops with TF's
-own gradients, which TF Serving runs without its XLA JIT; GELU is `tf.nn.gelu`, whose ops
-oneDNN's grappler pass fuses into the preceding MatMul + BiasAdd on CPU.
+`fused=True` (the encoder's training graphs): each function runs as one XLA-compiled kernel (a
+nested `tf.function(jit_compile=True)`), even in a graph that is otherwise not compiled: one
+pass over memory instead of one per TF op. The block's written-out gradient
+(`albert_tf.layers.block`) pairs each with its gradient kernel (`Activation.gradient`,
+`normalize_gradient`, `attention_probs_gradient`). On a 2-core AVX512-BF16 CPU this cuts the
+GELU of an ALBERT-base FFN ([2048, 3072] bfloat16, forward and backward) from 16.8 to 3.5 ms.
 
 >>> import tensorflow as tf
 >>> from albert_tf.layers import elementwise
@@ -23,6 +21,8 @@ oneDNN's grappler pass fuses into the preceding MatMul + BiasAdd on CPU.
 [-0.1588, 0.0, 1.9546]
 >>> bool(tf.reduce_all(abs(elementwise.gelu_tanh(x, fused=True) - elementwise.gelu_tanh(x)) < 1e-6))
 True
+>>> [round(float(v), 4) for v in elementwise.gelu_tanh.gradient(x, tf.ones_like(x))[0]]
+[-0.083, 0.5, 1.0861]
 """
 
 import math
@@ -61,56 +61,62 @@ def _gelu_erf_derivative(x):
     )
 
 
-def _activation(formula, derivative, plain, doc):
-    """f(x, fused=False): `formula` elementwise.
-
-    Fused: the formula and its gradient dy * derivative(x), each in float32 inside one XLA
-    kernel. Plain: `plain(x)` in x's dtype with TF's own gradient (`tf.nn.gelu`, whose graph
-    oneDNN's grappler pass fuses into the preceding MatMul + BiasAdd on CPU)."""
-
-    fused_forward = _xla(lambda x: tf.cast(formula(_f32(x)), x.dtype))
-    fused_grad = _xla(lambda x, dy: tf.cast(_f32(dy) * derivative(_f32(x)), dy.dtype))
-
-    @tf.custom_gradient
-    def fused_activation(x):
-        return fused_forward(x), lambda dy: fused_grad(x, dy)
-
-    def activation(x, fused=False):
-        return fused_activation(x) if fused else plain(x)
-
-    activation.__doc__ = doc
-    return activation
+def _tanh_derivative(x):
+    t = tf.tanh(x)
+    return 1.0 - t * t
 
 
-gelu_tanh = _activation(
+class Activation:
+    """An activation `f(x, fused=False)`, with `f.gradient(x, dy)` = dy * f'(x).
+
+    Plain: `plain(x)` in x's dtype with TF's own gradient. Fused: `formula` in float32 inside
+    one XLA kernel, cast back to x's dtype. `gradient` is always one XLA kernel (the block's
+    written-out gradient calls it), computed in float32 and returned in dy's dtype.
+    """
+
+    def __init__(self, name, formula, derivative, plain, doc):
+        self.name = name
+        self.__doc__ = doc
+        self._plain = plain
+        self._fused = _xla(lambda x: tf.cast(formula(_f32(x)), x.dtype))
+        self._gradient = _xla(lambda x, dy: tf.cast(_f32(dy) * derivative(_f32(x)), dy.dtype))
+
+    def __call__(self, x, fused=False):
+        return self._fused(x) if fused else self._plain(x)
+
+    def gradient(self, x, dy):
+        """dy * f'(x) as one XLA kernel, in dy's dtype."""
+        return self._gradient(x, dy)
+
+
+gelu_tanh = Activation(
+    "gelu_tanh",
     _gelu_tanh,
     _gelu_tanh_derivative,
     lambda x: tf.nn.gelu(x, approximate=True),
     'The original ALBERT/BERT "gelu": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).',
 )
-gelu_erf = _activation(
+gelu_erf = Activation(
+    "gelu_erf",
     _gelu_erf,
     _gelu_erf_derivative,
     lambda x: tf.nn.gelu(x, approximate=False),
     'The exact GELU, x Phi(x) (Hugging Face\'s "gelu").',
 )
-
-
-def _without_fusion(f):
-    return lambda x, fused=False: f(x)
-
-
 _ACTIVATIONS = {
-    "gelu_tanh": gelu_tanh,
-    "gelu_erf": gelu_erf,
-    "relu": _without_fusion(tf.nn.relu),
-    "tanh": _without_fusion(tf.tanh),
-    "linear": _without_fusion(tf.identity),
+    a.name: a
+    for a in (
+        gelu_tanh,
+        gelu_erf,
+        Activation("relu", tf.nn.relu, lambda x: tf.cast(x > 0, x.dtype), tf.nn.relu, "max(x, 0)."),
+        Activation("tanh", tf.tanh, _tanh_derivative, tf.tanh, "tanh(x)."),
+        Activation("linear", tf.identity, tf.ones_like, tf.identity, "x."),
+    )
 }
 
 
 def get_activation(name):
-    """The activation f(x, fused=False) for an `AlbertConfig.hidden_act` name."""
+    """The Activation for an `AlbertConfig.hidden_act` name."""
     if name not in _ACTIVATIONS:
         raise ValueError(f"Unknown activation {name!r}; expected one of {sorted(_ACTIVATIONS)}")
     return _ACTIVATIONS[name]
@@ -128,36 +134,32 @@ def _normalize(x, gamma, beta, eps):
 _fused_normalize = _xla(_normalize)
 
 
+def normalize(x, gamma, beta, eps, fused=False):
+    """LayerNorm over the last axis in float32 (biased variance), cast back to x's dtype.
+
+    Returns (y, mean, rstd), the two float32 statistics [..., 1] being what
+    `normalize_gradient` needs besides x."""
+    return (_fused_normalize if fused else _normalize)(x, gamma, beta, eps)
+
+
 @_xla
-def _fused_normalize_grad(x, gamma, beta, mean, rstd, dy):
+def normalize_gradient(x, gamma, mean, rstd, dy):
+    """(dx, dgamma, dbeta) of `normalize` from its input, statistics and output gradient, as
+    one XLA kernel: dx in x's dtype, dgamma and dbeta in gamma's."""
     dy = _f32(dy)
     xhat = (_f32(x) - mean) * rstd
-    axes = list(range(x.shape.rank - 1))
     dxhat = dy * _f32(gamma)
     dx = rstd * (
         dxhat
         - tf.reduce_mean(dxhat, -1, keepdims=True)
         - xhat * tf.reduce_mean(dxhat * xhat, -1, keepdims=True)
     )
-    dgamma = tf.reduce_sum(dy * xhat, axes)
-    dbeta = tf.reduce_sum(dy, axes)
-    return tf.cast(dx, x.dtype), tf.cast(dgamma, gamma.dtype), tf.cast(dbeta, beta.dtype)
-
-
-def layer_norm(x, gamma, beta, eps, fused=False):
-    """LayerNorm over the last axis in float32 (biased variance), cast back to x's dtype.
-
-    Fused: one XLA kernel each way, the written-out gradient keeping only x and two [..., 1]
-    statistics. Plain: TF ops with TF's own gradient."""
-    if not fused:
-        return _normalize(x, gamma, beta, eps)[0]
-
-    @tf.custom_gradient
-    def normalize(x, gamma, beta):
-        y, mean, rstd = _fused_normalize(x, gamma, beta, eps)
-        return y, lambda dy: _fused_normalize_grad(x, gamma, beta, mean, rstd, dy)
-
-    return normalize(x, gamma, beta)
+    # Summed over every axis but the last, whatever the rank: a retrace under reduce_retracing
+    # may leave ranks and sizes unknown (XLA knows them when it compiles).
+    width = tf.shape(dy)[-1]
+    dgamma = tf.reduce_sum(tf.reshape(dy * xhat, [-1, width]), 0)
+    dbeta = tf.reduce_sum(tf.reshape(dy, [-1, width]), 0)
+    return tf.cast(dx, x.dtype), tf.cast(dgamma, gamma.dtype), tf.cast(dbeta, gamma.dtype)
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -165,26 +167,19 @@ def _scores_to_probs(scores, bias, scale):
     return tf.cast(tf.nn.softmax(_f32(scores) * scale + bias, axis=-1), scores.dtype)
 
 
-def _scores_to_probs_grad(probs, dprobs, scale):
-    p, dp = _f32(probs), _f32(dprobs)
-    return tf.cast(p * (dp - tf.reduce_sum(dp * p, -1, keepdims=True)) * scale, probs.dtype)
-
-
 _fused_scores_to_probs = _xla(_scores_to_probs)
-_fused_scores_to_probs_grad = _xla(_scores_to_probs_grad)
 
 
 def attention_probs(scores, bias, scale, fused=False):
     """softmax(scores * scale + bias) over the last axis in float32, in scores' dtype.
 
-    `bias` (float32, broadcast to scores) gets no gradient. Fused: the written-out gradient
-    keeps only the probabilities."""
-    if not fused:
-        return _scores_to_probs(scores, bias, scale)
+    `bias` is float32, broadcast to scores."""
+    return (_fused_scores_to_probs if fused else _scores_to_probs)(scores, bias, scale)
 
-    @tf.custom_gradient
-    def softmax(scores):
-        probs = _fused_scores_to_probs(scores, bias, scale)
-        return probs, lambda dprobs: _fused_scores_to_probs_grad(probs, dprobs, scale)
 
-    return softmax(scores)
+@_xla
+def attention_probs_gradient(probs, dprobs, scale):
+    """The gradient of `attention_probs` with respect to its scores, from its output, as one
+    XLA kernel (in probs' dtype)."""
+    p, dp = _f32(probs), _f32(dprobs)
+    return tf.cast(p * (dp - tf.reduce_sum(dp * p, -1, keepdims=True)) * scale, probs.dtype)

@@ -9,11 +9,10 @@ l // (L // attention_groups) and FFN group l // (L // ffn_groups) (the original'
 group_idx = int(l / L * num_hidden_groups)). The graph therefore holds one block whatever the
 depth; `unroll=True` builds the same math as a Python loop over the same weights.
 
-What the backward pass keeps per iteration is what the loop's gradient accumulates: the
-block's activations (in training graphs, with the LayerNorm, GELU and softmax gradients written
-out so that only their inputs or outputs are kept, see elementwise.py), or, with
-`recompute=True`, only the block's input hidden state, the block being run again in the
-backward pass (see `recomputed`).
+What the backward pass keeps per iteration is what the loop's gradient accumulates: in
+training graphs, the tensors the block's written-out gradient reads (13 per iteration, see
+block.py), or, with `recompute=True`, only the block's input hidden state, the block being run
+again in the backward pass (see `recomputed`).
 """
 
 import dataclasses
@@ -251,8 +250,9 @@ class AlbertEncoder(keras.layers.Layer):
         ffn = _selector(self.ffn.flat_values())
         use_dropout = bool(training) and self.seed_generator is not None
         seed = self.seed_generator.next() if use_dropout else None
-        # Training graphs run the elementwise math as XLA kernels; inference graphs (exported
-        # SavedModels) stay plain TF ops, so that serving them needs no XLA JIT.
+        # Training graphs run the block with its written-out gradient and the elementwise math
+        # as XLA kernels; inference graphs (exported SavedModels) stay plain TF ops, so that
+        # serving them needs no XLA JIT.
         settings = dataclasses.replace(self.settings, fused=bool(training))
 
         def step(i, h):

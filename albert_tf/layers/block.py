@@ -15,19 +15,18 @@ tensors. Layout (as in the original checkpoints and Hugging Face, after transpos
 Softmax and LayerNorm (`albert_tf.layers.elementwise`) run in float32 and cast back to the
 input dtype (bfloat16 under `mixed_bfloat16`). Dropout is stateless: every site draws its mask
 from a seed tensor, so the same seed gives the same masks inside a `tf.while_loop` and in an
-unrolled Python loop, and the written gradient below redraws them instead of keeping them.
+unrolled Python loop.
 
 Training graphs (`BlockSettings(fused=True)`, set by the encoder) run the block with a
 written-out gradient (`_written_gradient`): the elementwise math runs as XLA kernels both ways,
-and what the backward pass keeps is only the block input, the query/key/value heads, the
-attention probabilities, the attention context, the two LayerNorm inputs with their statistics
-and the FFN pre-activation; the first LayerNorm's output and the activation's output are
-recomputed from them (one elementwise pass each). TF's autodiff of the same math keeps both of
-those as well, and the probabilities twice. In a `tf.while_loop` every kept tensor is one more
-per-iteration stack, written in the forward loop and read back in the backward one: under XLA
-the written gradient keeps 31% fewer bytes per iteration and its step is about 5% faster (see
-docs/model.md). Inference graphs (and so exported SavedModels) are the plain TF ops with TF's
-own gradients.
+and the backward pass keeps only the block input, the query/key/value heads, the attention
+probabilities, the context, the two LayerNorm inputs with their statistics, the FFN
+pre-activation and the dropout masks (bool); the first LayerNorm's output and the activation's
+output are recomputed from them (one elementwise pass each). In a `tf.while_loop` every kept
+tensor is one more per-iteration stack, written in the forward loop and read back in the
+backward one: TF's autodiff of the same ops keeps 29 tensors per iteration, this gradient 13
+(+ the masks). See docs/model.md for what it saves. Inference graphs (and so exported
+SavedModels) are the plain TF ops with TF's own gradients.
 
 >>> import numpy as np, tensorflow as tf
 >>> from albert_tf.layers import block
@@ -85,19 +84,28 @@ class BlockSettings:
         )
 
 
-def dropout(x, rate, seed):
-    """Inverted dropout with a stateless mask drawn from `seed` (int32/int64 [2]).
-
-    Rate 0 is a no-op. The function is linear in x: its gradient is itself applied to the
-    output gradient with the same seed."""
-    if not rate:
-        return x
+def dropout_mask(shape, rate, seed):
+    """The keep mask of `dropout` (bool, True where kept) for `shape`, drawn from `seed`."""
     # Philox named, not "auto_select": the same masks as before off XLA (where auto_select is
     # Philox), and under XLA:CPU auto_select inside a tf.while_loop ran ~2.5x slower than
     # unrolled (Philox: equal).
-    keep = tf.random.stateless_uniform(tf.shape(x), seed=seed, dtype=tf.float32, alg="philox")
-    keep = keep >= rate
+    uniform = tf.random.stateless_uniform(shape, seed=seed, dtype=tf.float32, alg="philox")
+    return uniform >= rate
+
+
+def apply_dropout_mask(x, keep, rate):
+    """x / (1 - rate) where `keep`, else 0. Linear in x: with the same mask it is also the
+    gradient."""
     return tf.where(keep, x / tf.cast(1.0 - rate, x.dtype), tf.zeros_like(x))
+
+
+def dropout(x, rate, seed):
+    """Inverted dropout with a stateless mask drawn from `seed` (int32/int64 [2]).
+
+    Rate 0 is a no-op."""
+    if not rate:
+        return x
+    return apply_dropout_mask(x, dropout_mask(tf.shape(x), rate, seed), rate)
 
 
 def sub_seed(seed, index):
@@ -160,9 +168,17 @@ def _merge_heads(x):
     return tf.reshape(x, [-1, math.prod(x.shape[2:])])
 
 
-def _forward(x, bias, attention, ffn, settings, drop, fused):
+def _forward(x, bias, attention, ffn, settings, rates, seed, fused):
     """The block on x [B, S, H] -> (output [B, S, H], kept), `kept` holding what the written
-    gradient needs. `drop(x, site)` applies the dropout of a site (the identity when off)."""
+    gradient needs. `rates` maps the active dropout sites to their rates (masks from `seed`)."""
+    masks = {}  # site -> keep mask, kept: drawing it again in the backward loop costs more
+
+    def drop(t, site):
+        if site not in rates:
+            return t
+        masks[site] = dropout_mask(tf.shape(t), rates[site], sub_seed(seed, site))
+        return apply_dropout_mask(t, masks[site], rates[site])
+
     batch, seq, hidden = tf.shape(x)[0], tf.shape(x)[1], x.shape[-1]
     if hidden % settings.num_heads:
         raise ValueError(f"hidden size {hidden} is not divisible by num_heads {settings.num_heads}")
@@ -192,12 +208,12 @@ def _forward(x, bias, attention, ffn, settings, drop, fused):
     )
     kept = dict(
         q=q, k=k, v=v, probs=probs, context=context, s1=s1, mean1=mean1, rstd1=rstd1, pre=pre,
-        s2=s2, mean2=mean2, rstd2=rstd2,
+        s2=s2, mean2=mean2, rstd2=rstd2, masks=masks,
     )  # fmt: skip
     return tf.reshape(y2, tf.shape(x)), kept
 
 
-def _backward(dy, x, kept, attention, ffn, settings, drop):
+def _backward(dy, x, kept, attention, ffn, settings, rates):
     """(dx, dattention, dffn) of `_forward(fused=True)` from its output gradient dy [B, S, H].
 
     Shapes come from dy: a shape computed in the forward pass and read here would be one more
@@ -205,6 +221,10 @@ def _backward(dy, x, kept, attention, ffn, settings, drop):
     batch, seq, hidden = tf.shape(dy)[0], tf.shape(dy)[1], dy.shape[-1]
     eps = settings.layer_norm_eps
     dy = tf.reshape(dy, [-1, hidden])
+
+    def drop(t, site):  # the forward pass's masks
+        return apply_dropout_mask(t, kept["masks"][site], rates[site]) if site in rates else t
+
     # FFN sublayer: s2 = y1 + drop(act(y1 W1 + b1) W2 + b2), y2 = LayerNorm(s2).
     ds2, dgamma2, dbeta2 = elementwise.normalize_gradient(
         kept["s2"], ffn["layer_norm_gamma"], kept["mean2"], kept["rstd2"], dy
@@ -258,13 +278,13 @@ def _backward(dy, x, kept, attention, ffn, settings, drop):
     return tf.reshape(ds1 + dx, [batch, seq, hidden]), dattention, dffn
 
 
-def _written_gradient(x, bias, attention, ffn, settings, drop):
+def _written_gradient(x, bias, attention, ffn, settings, rates, seed):
     """`_forward(fused=True)` with `_backward` as its gradient (`bias` gets none)."""
 
     @tf.custom_gradient
     def run(x, attention, ffn):
-        y, kept = _forward(x, bias, attention, ffn, settings, drop, fused=True)
-        return y, lambda dy: _backward(dy, x, kept, attention, ffn, settings, drop)
+        y, kept = _forward(x, bias, attention, ffn, settings, rates, seed, fused=True)
+        return y, lambda dy: _backward(dy, x, kept, attention, ffn, settings, rates)
 
     return run(x, attention, ffn)
 
@@ -281,13 +301,8 @@ def transformer_block(x, bias, attention_weights, ffn_weights, settings, trainin
         ATTENTION_OUTPUT_SITE: settings.hidden_dropout,
         FFN_OUTPUT_SITE: settings.hidden_dropout,
     }
-
-    def drop(t, site):
-        if not (training and rates[site]):
-            return t
-        return dropout(t, rates[site], sub_seed(seed, site))
-
+    rates = {site: rate for site, rate in rates.items() if training and rate}
     attention_weights = fuse_query_key_value(attention_weights)
     if settings.fused:
-        return _written_gradient(x, bias, attention_weights, ffn_weights, settings, drop)
-    return _forward(x, bias, attention_weights, ffn_weights, settings, drop, fused=False)[0]
+        return _written_gradient(x, bias, attention_weights, ffn_weights, settings, rates, seed)
+    return _forward(x, bias, attention_weights, ffn_weights, settings, rates, seed, False)[0]

@@ -24,9 +24,10 @@ probabilities, the context, the two LayerNorm inputs with their statistics, the 
 pre-activation and the dropout masks (bool); the first LayerNorm's output and the activation's
 output are recomputed from them (one elementwise pass each). In a `tf.while_loop` every kept
 tensor is one more per-iteration stack, written in the forward loop and read back in the
-backward one: TF's autodiff of the same ops keeps 29 tensors per iteration, this gradient 13
-(+ the masks). See docs/model.md for what it saves. Inference graphs (and so exported
-SavedModels) are the plain TF ops with TF's own gradients.
+backward one: with the two hidden dropout sites on, TF's autodiff of the same ops keeps 29
+tensors per iteration, this gradient 15 (13 and the two masks; tests/model). See
+docs/model.md for what it saves. Inference graphs (and so exported SavedModels) are the plain
+TF ops with TF's own gradients.
 
 >>> import numpy as np, tensorflow as tf
 >>> from albert_tf.layers import block

@@ -10,9 +10,9 @@ group_idx = int(l / L * num_hidden_groups)). The graph therefore holds one block
 depth; `unroll=True` builds the same math as a Python loop over the same weights.
 
 What the backward pass keeps per iteration is what the loop's gradient accumulates: in
-training graphs, the tensors the block's written-out gradient reads (13 per iteration, see
-block.py), or, with `recompute=True`, only the block's input hidden state, the block being run
-again in the backward pass (see `recomputed`).
+training graphs, the tensors the block's written-out gradient reads (13 per iteration and the
+active dropout sites' masks, see block.py), or, with `recompute=True`, only the block's input
+hidden state, the block being run again in the backward pass (see `recomputed`).
 """
 
 import dataclasses

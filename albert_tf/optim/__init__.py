@@ -5,6 +5,7 @@
 >>> optimizer = create_optimizer("lamb", schedule)
 """
 
+from albert_tf.optim.clipping import clip_by_global_norm, global_norm
 from albert_tf.optim.optimizers import DEFAULT_EXCLUSIONS, AdamWeightDecay, Lamb, create_optimizer
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 
@@ -13,7 +14,9 @@ __all__ = [
     "DEFAULT_EXCLUSIONS",
     "Lamb",
     "WarmupPolynomialDecay",
+    "clip_by_global_norm",
     "create_optimizer",
+    "global_norm",
 ]
 from albert_tf._lazy import lazy_attributes  # noqa: E402
 

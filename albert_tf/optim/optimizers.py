@@ -38,6 +38,8 @@ import re
 import keras
 import tensorflow as tf
 
+from albert_tf.optim.clipping import clip_by_global_norm
+
 # The original's exclusion list plus the Keras names of LayerNormalization's weights.
 DEFAULT_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias", r"(^|[/_])(gamma|beta)(:\d+)?$")
 
@@ -141,6 +143,13 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         lr = tf.cast(learning_rate, variable.dtype)
         self.assign_sub(variable, lr * self._direction(gradient, variable))
+
+    def _clip_gradients(self, grads):
+        """Keras' hook: `global_clipnorm` as one reduction over all gradients (see
+        `albert_tf.optim.clipping`); the other clipping arguments as Keras does them."""
+        if self.global_clipnorm and self.global_clipnorm > 0 and not self.clipnorm:
+            return clip_by_global_norm(grads, self.global_clipnorm)[0]
+        return super()._clip_gradients(grads)
 
     def get_config(self):
         config = super().get_config()

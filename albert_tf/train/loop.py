@@ -32,6 +32,7 @@ from typing import Dict, Optional
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.optim.clipping import clip_by_global_norm, global_norm
 from albert_tf.train.strategy import is_tpu
 
 
@@ -107,9 +108,9 @@ class Trainer:
         totals = context.all_reduce(tf.distribute.ReduceOp.SUM, self.task.normalizers(batch))
         gradients, stats = self._gradients_fn(batch, totals)
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        norm = tf.linalg.global_norm(gradients)
+        norm = global_norm(gradients)
         if self.clip_norm:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm, use_norm=norm)
+            gradients, _ = clip_by_global_norm(gradients, self.clip_norm, norm)
         context.merge_call(self._apply, args=(gradients,))
         return stats, norm
 

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.optim import AdamWeightDecay, Lamb, WarmupPolynomialDecay, create_optimizer
+from albert_tf.optim import (
+    AdamWeightDecay,
+    Lamb,
+    WarmupPolynomialDecay,
+    clip_by_global_norm,
+    create_optimizer,
+    global_norm,
+)
 
 EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 
@@ -149,3 +156,56 @@ def test_schedule_matches_original_formula():
     opt = AdamWeightDecay(learning_rate=WarmupPolynomialDecay(0.1, decay_steps=10, warmup_steps=2))
     opt.apply([tf.ones(3)], [v])
     np.testing.assert_array_equal(v.numpy(), np.ones(3))
+
+
+def test_clip_by_global_norm_matches_tensorflow():
+    rng = np.random.default_rng(3)
+    grads = [tf.constant(rng.normal(size=s).astype(np.float32)) for s in [(4, 3), (3,), (2, 2, 5)]]
+    sparse = tf.IndexedSlices(
+        tf.constant(rng.normal(size=(2, 3)).astype(np.float32)), tf.constant([1, 1]), [4, 3]
+    )
+    for clip in (0.5, 100.0):  # clipped and left alone
+        tensors = grads + [sparse, None]
+        dense = grads + [tf.convert_to_tensor(sparse)]
+        expected, expected_norm = tf.clip_by_global_norm(dense, clip)
+        clipped, norm = clip_by_global_norm(tensors, clip)
+        assert float(norm) == pytest.approx(float(expected_norm), rel=1e-6)
+        assert float(global_norm(tensors)) == pytest.approx(float(expected_norm), rel=1e-6)
+        assert clipped[-1] is None
+        for got, want in zip(clipped, expected):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+    for bad in (np.inf, np.nan):  # a norm that is not finite poisons every gradient
+        clipped, norm = clip_by_global_norm([tf.constant([1.0, bad]), tf.constant([2.0])], 1.0)
+        assert not np.isfinite(float(norm))
+        assert all(np.isnan(t.numpy()).all() for t in clipped)
+
+
+def test_global_clipnorm_is_one_reduction_under_xla():
+    """AdamWeightDecay/Lamb clip through `clipping.clip_by_global_norm` (Keras' `_clip_gradients`
+    hook): the same update as clipping first, and one reduction however many variables (Keras'
+    own clipping compiles one per variable)."""
+    import re
+
+    def reductions(count):
+        variables = [keras.Variable(np.ones((4, 3), "float32"), name=f"k{i}") for i in range(count)]
+        opt = AdamWeightDecay(1e-3, global_clipnorm=1.0)
+        opt.build(variables)
+
+        @tf.function(jit_compile=True)
+        def step(gradients):
+            opt.apply(gradients, variables)
+
+        hlo = step.experimental_get_compiler_ir([tf.ones((4, 3))] * count)(stage="optimized_hlo")
+        return len(re.findall(r" reduce\(", hlo))
+
+    assert reductions(2) == reductions(12) == 1
+
+    rng = np.random.default_rng(4)
+    grads = [tf.constant(rng.normal(size=(4, 3)).astype(np.float32)) for _ in range(3)]
+    for cls in (AdamWeightDecay, Lamb):
+        hooked = [keras.Variable(np.ones((4, 3), "float32"), name=f"w{i}") for i in range(3)]
+        plain = [keras.Variable(np.ones((4, 3), "float32"), name=f"w{i}") for i in range(3)]
+        cls(1e-2, global_clipnorm=0.1).apply(grads, hooked)
+        cls(1e-2).apply(tf.clip_by_global_norm(grads, 0.1)[0], plain)
+        for a, b in zip(hooked, plain):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)

@@ -38,7 +38,7 @@ import re
 import keras
 import tensorflow as tf
 
-from albert_tf.optim.clipping import clip_by_global_norm
+from albert_tf.optim.clipping import clip_by_global_norm, to_dense
 
 # The original's exclusion list plus the Keras names of LayerNormalization's weights.
 DEFAULT_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias", r"(^|[/_])(gamma|beta)(:\d+)?$")
@@ -126,9 +126,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def _direction(self, gradient, variable):
         """Updates the moments and returns the original's `u` (with decay when applicable)."""
         dtype = variable.dtype
-        if isinstance(gradient, tf.IndexedSlices):
-            gradient = tf.convert_to_tensor(gradient)
-        gradient = tf.cast(gradient, dtype)
+        gradient = tf.cast(to_dense(gradient), dtype)
         index = self._get_variable_index(variable)
         m, v = self._adam_m[index], self._adam_v[index]
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
@@ -146,8 +144,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
 
     def _clip_gradients(self, grads):
         """Keras' hook: `global_clipnorm` as one reduction over all gradients (see
-        `albert_tf.optim.clipping`); the other clipping arguments as Keras does them."""
-        if self.global_clipnorm and self.global_clipnorm > 0 and not self.clipnorm:
+        `albert_tf.optim.clipping`); `clipnorm` and `clipvalue` (Keras allows one of the three)
+        as Keras does them."""
+        if self.global_clipnorm and self.global_clipnorm > 0:
             return clip_by_global_norm(grads, self.global_clipnorm)[0]
         return super()._clip_gradients(grads)
 

@@ -32,7 +32,7 @@ from typing import Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.optim.clipping import clip_by_global_norm, global_norm
+from albert_tf.optim.clipping import clip_by_global_norm, global_norm, to_dense
 from albert_tf.train.strategy import is_tpu
 
 
@@ -44,10 +44,6 @@ class LoopResult:
     stats: Dict[str, np.ndarray]
     gradient_norm: float = float("nan")  # mean pre-clip global norm over the steps (train only)
     first_nonfinite_step: Optional[int] = None  # 0-based index within the call (train only)
-
-
-def _dense(gradient):
-    return tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient
 
 
 class Trainer:
@@ -85,7 +81,7 @@ class Trainer:
         with tf.GradientTape() as tape:
             loss, stats = self.task.loss_and_statistics(self.model, batch, totals, training=True)
         gradients = tape.gradient(loss, self.variables)
-        return [_dense(g) for g in gradients], stats
+        return [to_dense(g) for g in gradients], stats
 
     def _eval_statistics(self, batch):
         return self.task.eval_statistics(self.model, batch)

@@ -94,19 +94,13 @@ def dropout_mask(shape, rate, seed):
     return uniform >= rate
 
 
-def apply_dropout_mask(x, keep, rate):
-    """x / (1 - rate) where `keep`, else 0. Linear in x: with the same mask it is also the
-    gradient."""
-    return tf.where(keep, x / tf.cast(1.0 - rate, x.dtype), tf.zeros_like(x))
-
-
 def dropout(x, rate, seed):
     """Inverted dropout with a stateless mask drawn from `seed` (int32/int64 [2]).
 
     Rate 0 is a no-op."""
     if not rate:
         return x
-    return apply_dropout_mask(x, dropout_mask(tf.shape(x), rate, seed), rate)
+    return elementwise.apply_dropout(x, dropout_mask(tf.shape(x), rate, seed), rate)
 
 
 def sub_seed(seed, index):
@@ -174,11 +168,19 @@ def _forward(x, bias, attention, ffn, settings, rates, seed, fused):
     gradient needs. `rates` maps the active dropout sites to their rates (masks from `seed`)."""
     masks = {}  # site -> keep mask, kept: drawing it again in the backward loop costs more
 
+    def mask(t, site):
+        masks[site] = dropout_mask(tf.shape(t), rates[site], sub_seed(seed, site))
+        return masks[site]
+
     def drop(t, site):
         if site not in rates:
             return t
-        masks[site] = dropout_mask(tf.shape(t), rates[site], sub_seed(seed, site))
-        return apply_dropout_mask(t, masks[site], rates[site])
+        return elementwise.apply_dropout(t, mask(t, site), rates[site], fused)
+
+    def add_dropped(residual, t, site):  # residual + drop(t, site), one kernel when fused
+        if site not in rates:
+            return residual + t
+        return elementwise.residual_dropout(residual, t, mask(t, site), rates[site], fused)
 
     batch, seq, hidden = tf.shape(x)[0], tf.shape(x)[1], x.shape[-1]
     if hidden % settings.num_heads:
@@ -190,7 +192,7 @@ def _forward(x, bias, attention, ffn, settings, rates, seed, fused):
     probs = elementwise.attention_probs(tf.matmul(q, k, transpose_b=True), bias, scale, fused)
     context = _merge_heads(tf.matmul(drop(probs, ATTENTION_PROBS_SITE), v))
     out = _dense(context, attention["output_kernel"], attention["output_bias"])
-    s1 = x2 + drop(out, ATTENTION_OUTPUT_SITE)
+    s1 = add_dropped(x2, out, ATTENTION_OUTPUT_SITE)
     eps = settings.layer_norm_eps
     y1, mean1, rstd1 = elementwise.normalize(
         s1, attention["layer_norm_gamma"], attention["layer_norm_beta"], eps, fused
@@ -203,7 +205,7 @@ def _forward(x, bias, attention, ffn, settings, rates, seed, fused):
         pre = None
         act = _dense(y1, ffn["intermediate_kernel"], ffn["intermediate_bias"], activation)
     out = _dense(act, ffn["output_kernel"], ffn["output_bias"])
-    s2 = y1 + drop(out, FFN_OUTPUT_SITE)
+    s2 = add_dropped(y1, out, FFN_OUTPUT_SITE)
     y2, mean2, rstd2 = elementwise.normalize(
         s2, ffn["layer_norm_gamma"], ffn["layer_norm_beta"], eps, fused
     )
@@ -223,8 +225,10 @@ def _backward(dy, x, kept, attention, ffn, settings, rates):
     eps = settings.layer_norm_eps
     dy = tf.reshape(dy, [-1, hidden])
 
-    def drop(t, site):  # the forward pass's masks
-        return apply_dropout_mask(t, kept["masks"][site], rates[site]) if site in rates else t
+    masks = kept["masks"]  # the forward pass's
+
+    def drop(t, site):
+        return elementwise.apply_dropout(t, masks[site], rates[site], True) if site in rates else t
 
     # FFN sublayer: s2 = y1 + drop(act(y1 W1 + b1) W2 + b2), y2 = LayerNorm(s2).
     ds2, dgamma2, dbeta2 = elementwise.normalize_gradient(
@@ -252,9 +256,11 @@ def _backward(dy, x, kept, attention, ffn, settings, rates):
     dcontext = _split_heads(dcontext, batch, seq, settings.num_heads)
     q, k, v, probs = kept["q"], kept["k"], kept["v"], kept["probs"]
     dv = tf.matmul(drop(probs, ATTENTION_PROBS_SITE), dcontext, transpose_a=True)
-    dprobs = drop(tf.matmul(dcontext, v, transpose_b=True), ATTENTION_PROBS_SITE)
+    dprobs = tf.matmul(dcontext, v, transpose_b=True)  # of the dropped probabilities
     scale = 1.0 / math.sqrt(hidden // settings.num_heads)
-    dscores = elementwise.attention_probs_gradient(probs, dprobs, scale)
+    dscores = elementwise.attention_probs_gradient(
+        probs, dprobs, scale, masks.get(ATTENTION_PROBS_SITE), rates.get(ATTENTION_PROBS_SITE, 0.0)
+    )
     dq = tf.matmul(dscores, k)
     dk = tf.matmul(dscores, q, transpose_a=True)
     dx, dqkv_kernel, dqkv_bias = _dense_gradient(

@@ -84,6 +84,25 @@ def test_attention_probs_and_its_gradient_kernel(data):
     _close(elementwise.attention_probs_gradient(want, w, 0.25), dscores, 2e-6, "gradient")
 
 
+def test_dropout_kernels_and_the_softmax_gradient_through_dropout(data):
+    scores, x, w, bias = data["x"], data["x"], data["w"], data["bias"]
+    keep = tf.constant(np.random.default_rng(1).random(x.shape) >= 0.3)
+    want = np.where(keep.numpy(), x.numpy() / 0.7, 0.0)
+    for fused in (False, True):
+        _close(elementwise.apply_dropout(x, keep, 0.3, fused=fused), want, 1e-6, f"fused={fused}")
+        _close(elementwise.residual_dropout(w, x, keep, 0.3, fused), w + want, 1e-6, "residual")
+    # The gradient of softmax then dropout, given the dropped probabilities' gradient.
+    _, (dscores,) = _autodiff(
+        lambda s: elementwise.apply_dropout(tf.nn.softmax(s * 0.25 + bias, -1), keep, 0.3),
+        w,
+        scores,
+    )
+    probs = elementwise.attention_probs(scores, bias, 0.25)
+    got = elementwise.attention_probs_gradient(probs, w, 0.25, keep, 0.3)
+    _close(got, dscores, 2e-6, "gradient through dropout")
+    assert np.abs(got - elementwise.attention_probs_gradient(probs, w, 0.25)).max() > 0.01
+
+
 def test_bfloat16_kernels_stay_close_to_float32(data):
     # bfloat16 in, bfloat16 out, float32 inside: one rounding of the result (8-bit mantissa).
     x32 = tf.cast(tf.cast(data["x"], tf.bfloat16), tf.float32)  # values representable in both

@@ -85,7 +85,7 @@ def test_attention_probs_and_its_gradient_kernel(data):
 
 
 def test_dropout_kernels_and_the_softmax_gradient_through_dropout(data):
-    scores, x, w, bias = data["x"], data["x"], data["w"], data["bias"]
+    x, w, bias = data["x"], data["w"], data["bias"]  # x is also the attention scores
     keep = tf.constant(np.random.default_rng(1).random(x.shape) >= 0.3)
     want = np.where(keep.numpy(), x.numpy() / 0.7, 0.0)
     for fused in (False, True):
@@ -95,9 +95,9 @@ def test_dropout_kernels_and_the_softmax_gradient_through_dropout(data):
     _, (dscores,) = _autodiff(
         lambda s: elementwise.apply_dropout(tf.nn.softmax(s * 0.25 + bias, -1), keep, 0.3),
         w,
-        scores,
+        x,
     )
-    probs = elementwise.attention_probs(scores, bias, 0.25)
+    probs = elementwise.attention_probs(x, bias, 0.25)
     got = elementwise.attention_probs_gradient(probs, w, 0.25, keep, 0.3)
     _close(got, dscores, 2e-6, "gradient through dropout")
     assert np.abs(got - elementwise.attention_probs_gradient(probs, w, 0.25)).max() > 0.01

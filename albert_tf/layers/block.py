@@ -13,9 +13,9 @@ tensors. Layout (as in the original checkpoints and Hugging Face, after transpos
 (the one table of these names and shapes: `albert_tf.layers.block_weights`)
 
 Softmax and LayerNorm (`albert_tf.layers.elementwise`) run in float32 and cast back to the
-input dtype (bfloat16 under `mixed_bfloat16`). Dropout is stateless: every site draws its mask
-from a seed tensor, so the same seed gives the same masks inside a `tf.while_loop` and in an
-unrolled Python loop.
+input dtype (bfloat16 under `mixed_bfloat16`). Dropout is stateless: a block's masks are its
+pieces of one random stream per site (`albert_tf.layers.dropout`), so the same seed gives the
+same masks inside a `tf.while_loop`, in an unrolled Python loop and when recomputed.
 
 Training graphs (`BlockSettings(fused=True)`, set by the encoder) run the block with a
 written-out gradient (`_written_gradient`): the elementwise math runs as XLA kernels both ways,
@@ -53,12 +53,12 @@ import math
 
 import tensorflow as tf
 
-from albert_tf.layers import elementwise
+from albert_tf.layers import dropout, elementwise
 
 # Added to the attention scores of padded keys (in float32; exp() of it is exactly 0).
 MASK_VALUE = -1e9
 QKV_NAMES = ("query", "key", "value")
-# Dropout sites of a block's seed (see sub_seed): the attention probabilities, the attention
+# Dropout sites of a block (see dropout.BlockMasks): the attention probabilities, the attention
 # sublayer's output, the FFN sublayer's output.
 ATTENTION_PROBS_SITE, ATTENTION_OUTPUT_SITE, FFN_OUTPUT_SITE = 0, 1, 2
 
@@ -85,27 +85,31 @@ class BlockSettings:
         )
 
 
-def dropout_mask(shape, rate, seed):
-    """The keep mask of `dropout` (bool, True where kept) for `shape`, drawn from `seed`."""
-    # Philox named, not "auto_select": the same masks as before off XLA (where auto_select is
-    # Philox), and under XLA:CPU auto_select inside a tf.while_loop ran ~2.5x slower than
-    # unrolled (Philox: equal).
-    uniform = tf.random.stateless_uniform(shape, seed=seed, dtype=tf.float32, alg="philox")
-    return uniform >= rate
+def dropout_rates(settings, training):
+    """{site: rate} of the block's active dropout sites (none unless training)."""
+    rates = {
+        ATTENTION_PROBS_SITE: settings.attention_dropout,
+        ATTENTION_OUTPUT_SITE: settings.hidden_dropout,
+        FFN_OUTPUT_SITE: settings.hidden_dropout,
+    }
+    return {site: rate for site, rate in rates.items() if training and rate}
 
 
-def dropout(x, rate, seed):
-    """Inverted dropout with a stateless mask drawn from `seed` (int32/int64 [2]).
+def mask_shapes(batch, seq, hidden, settings):
+    """{site: shape} of the block's dropout masks for an input [batch, seq, hidden]: the
+    attention probabilities [B, heads, S, S], the sublayer outputs [B * S, H]."""
+    return {
+        ATTENTION_PROBS_SITE: tf.stack([batch, settings.num_heads, seq, seq]),
+        ATTENTION_OUTPUT_SITE: tf.stack([batch * seq, hidden]),
+        FFN_OUTPUT_SITE: tf.stack([batch * seq, hidden]),
+    }
 
-    Rate 0 is a no-op."""
-    if not rate:
-        return x
-    return elementwise.apply_dropout(x, dropout_mask(tf.shape(x), rate, seed), rate)
 
-
-def sub_seed(seed, index):
-    """A distinct seed per dropout site: `index` may be a Python int or a scalar tensor."""
-    return tf.random.experimental.stateless_fold_in(seed, tf.cast(index, tf.int32))
+def block_masks(x, settings, seed):
+    """The `dropout.BlockMasks` of blocks on x [B, S, H] with dropout from `seed`."""
+    shape = tf.shape(x)
+    shapes = mask_shapes(shape[0], shape[1], x.shape[-1], settings)
+    return dropout.BlockMasks(seed, dropout_rates(settings, True), shapes)
 
 
 def attention_bias(input_mask):
@@ -163,14 +167,15 @@ def _merge_heads(x):
     return tf.reshape(x, [-1, math.prod(x.shape[2:])])
 
 
-def _forward(x, bias, attention, ffn, settings, rates, seed, fused):
+def _forward(x, bias, attention, ffn, settings, rates, masks, fused):
     """The block on x [B, S, H] -> (output [B, S, H], kept), `kept` holding what the written
-    gradient needs. `rates` maps the active dropout sites to their rates (masks from `seed`)."""
-    masks = {}  # site -> keep mask, kept: drawing it again in the backward loop costs more
+    gradient needs. `rates` maps the active dropout sites to their rates, `masks` (a function
+    site -> bool keep mask) gives their masks."""
+    kept_masks = {}  # site -> keep mask, kept: drawing it again in the backward loop costs more
 
     def mask(t, site):
-        masks[site] = dropout_mask(tf.shape(t), rates[site], sub_seed(seed, site))
-        return masks[site]
+        kept_masks[site] = masks(site)
+        return kept_masks[site]
 
     def drop(t, site):
         if site not in rates:
@@ -211,7 +216,7 @@ def _forward(x, bias, attention, ffn, settings, rates, seed, fused):
     )
     kept = dict(
         q=q, k=k, v=v, probs=probs, context=context, s1=s1, mean1=mean1, rstd1=rstd1, pre=pre,
-        s2=s2, mean2=mean2, rstd2=rstd2, masks=masks,
+        s2=s2, mean2=mean2, rstd2=rstd2, masks=kept_masks,
     )  # fmt: skip
     return tf.reshape(y2, tf.shape(x)), kept
 
@@ -285,31 +290,31 @@ def _backward(dy, x, kept, attention, ffn, settings, rates):
     return tf.reshape(ds1 + dx, [batch, seq, hidden]), dattention, dffn
 
 
-def _written_gradient(x, bias, attention, ffn, settings, rates, seed):
+def _written_gradient(x, bias, attention, ffn, settings, rates, masks):
     """`_forward(fused=True)` with `_backward` as its gradient (`bias` gets none)."""
 
     @tf.custom_gradient
     def run(x, attention, ffn):
-        y, kept = _forward(x, bias, attention, ffn, settings, rates, seed, fused=True)
+        y, kept = _forward(x, bias, attention, ffn, settings, rates, masks, fused=True)
         return y, lambda dy: _backward(dy, x, kept, attention, ffn, settings, rates)
 
     return run(x, attention, ffn)
 
 
-def transformer_block(x, bias, attention_weights, ffn_weights, settings, training=False, seed=None):
+def transformer_block(
+    x, bias, attention_weights, ffn_weights, settings, training=False, masks=None
+):
     """One post-LN block: LayerNorm(x + Dropout(Attention(x))), then
     LayerNorm(h + Dropout(act(h W1 + b1) W2 + b2)).
 
     x [B, S, H]; `bias` from attention_bias; weights as in the module docstring (query/key/value
-    separate or fused by fuse_query_key_value); `seed` (an int [2] tensor) is needed only when
-    training with dropout. With `settings.fused` the block has the written-out gradient."""
-    rates = {
-        ATTENTION_PROBS_SITE: settings.attention_dropout,
-        ATTENTION_OUTPUT_SITE: settings.hidden_dropout,
-        FFN_OUTPUT_SITE: settings.hidden_dropout,
-    }
-    rates = {site: rate for site, rate in rates.items() if training and rate}
+    separate or fused by fuse_query_key_value); `masks`, a function site -> bool keep mask
+    (`block_masks(x, settings, seed).at(i)` for block i), is needed only when training with
+    dropout. With `settings.fused` the block has the written-out gradient."""
+    rates = dropout_rates(settings, training)
+    if rates and masks is None:
+        raise ValueError("transformer_block with dropout in training needs its dropout masks")
     attention_weights = fuse_query_key_value(attention_weights)
     if settings.fused:
-        return _written_gradient(x, bias, attention_weights, ffn_weights, settings, rates, seed)
-    return _forward(x, bias, attention_weights, ffn_weights, settings, rates, seed, False)[0]
+        return _written_gradient(x, bias, attention_weights, ffn_weights, settings, rates, masks)
+    return _forward(x, bias, attention_weights, ffn_weights, settings, rates, masks, False)[0]

@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.layers import block
+from albert_tf.layers import dropout
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -87,7 +87,7 @@ class FactorizedEmbedding(keras.layers.Layer):
         x = self.layer_norm(words + types + positions)
         x = tf.cast(x, self.compute_dtype)
         if training and self.seed_generator is not None:
-            x = block.dropout(x, self.config.hidden_dropout_prob, self.seed_generator.next())
+            x = dropout.dropout(x, self.config.hidden_dropout_prob, self.seed_generator.next())
         if self.projection is not None:
             x = self.projection(x)
         return x

@@ -116,7 +116,7 @@ def recomputed(fn):
     """fn(hidden, attention, ffn) -> hidden, with a gradient that runs fn again on its inputs.
 
     The backward pass keeps only fn's inputs (the block's input [B, S, H], the weights, which
-    are loop invariants, and whatever fn closes over, e.g. the iteration's dropout seed) instead
+    are loop invariants, and whatever fn closes over, e.g. the iteration number its dropout masks are drawn for) instead
     of every activation, at the cost of a second forward pass of the block. Dropout masks are
     drawn from stateless seeds, so the recomputation sees the same masks as the forward pass.
     `attention` and `ffn` are dicts of tensors (never variables).
@@ -249,15 +249,17 @@ class AlbertEncoder(keras.layers.Layer):
         attention = _selector(block.fuse_query_key_value(self.attention.flat_values()))
         ffn = _selector(self.ffn.flat_values())
         use_dropout = bool(training) and self.seed_generator is not None
-        seed = self.seed_generator.next() if use_dropout else None
         # Training graphs run the block with its written-out gradient and the elementwise math
         # as XLA kernels; inference graphs (exported SavedModels) stay plain TF ops, so that
         # serving them needs no XLA JIT.
         settings = dataclasses.replace(self.settings, fused=bool(training))
+        n = self.num_iterations
+        masks = None
+        if use_dropout:
+            masks = block.block_masks(hidden, settings, self.seed_generator.next())
 
         def step(i, h):
             a, f = self.block_indices(i)
-            iteration_seed = block.sub_seed(seed, i) if use_dropout else None
 
             def apply(h, attention_weights, ffn_weights):
                 return block.transformer_block(
@@ -267,14 +269,13 @@ class AlbertEncoder(keras.layers.Layer):
                     ffn_weights,
                     settings,
                     training=use_dropout,
-                    seed=iteration_seed,
+                    masks=masks.at(i) if use_dropout else None,
                 )
 
             if self.recompute:
                 apply = recomputed(apply)
             return apply(h, attention(a), ffn(f))
 
-        n = self.num_iterations
         if self.unroll:
             outputs = []
             for i in range(n):

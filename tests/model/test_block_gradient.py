@@ -47,8 +47,9 @@ def _value_and_gradients(fused, activation, dropout, jit_compile=False, dtype=tf
     def run(x, attention, ffn):
         with tf.GradientTape() as tape:
             tape.watch((x, attention, ffn))
+            masks = block.block_masks(x, settings, tf.constant([4, 2])).at(0)
             y = block.transformer_block(
-                x, bias, attention, ffn, settings, training=True, seed=tf.constant([4, 2])
+                x, bias, attention, ffn, settings, training=True, masks=masks
             )
             loss = tf.reduce_sum(tf.cast(y, tf.float32) * w)
         return y, tape.gradient(loss, (x, attention, ffn))
@@ -104,11 +105,11 @@ def _kept_per_iteration(fused):
     def run(x):
         with tf.GradientTape() as tape:
             tape.watch(x)
+            masks = block.block_masks(x, settings, tf.constant([1, 2]))
 
             def body(i, h):
-                seed = block.sub_seed(tf.constant([1, 2]), i)
                 return i + 1, block.transformer_block(
-                    h, bias, attention, ffn, settings, training=True, seed=seed
+                    h, bias, attention, ffn, settings, training=True, masks=masks.at(i)
                 )
 
             _, y = tf.while_loop(lambda i, h: i < 3, body, (0, x), maximum_iterations=3)

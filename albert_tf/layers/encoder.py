@@ -116,9 +116,10 @@ def recomputed(fn):
     """fn(hidden, attention, ffn) -> hidden, with a gradient that runs fn again on its inputs.
 
     The backward pass keeps only fn's inputs (the block's input [B, S, H], the weights, which
-    are loop invariants, and whatever fn closes over, e.g. the iteration number its dropout masks are drawn for) instead
-    of every activation, at the cost of a second forward pass of the block. Dropout masks are
-    drawn from stateless seeds, so the recomputation sees the same masks as the forward pass.
+    are loop invariants, and whatever fn closes over, e.g. the iteration number its dropout
+    masks are drawn for) instead of every activation, at the cost of a second forward pass of
+    the block. Dropout masks are stateless (`albert_tf.layers.dropout`), so the recomputation
+    sees the same masks as the forward pass.
     `attention` and `ffn` are dicts of tensors (never variables).
 
     Example:

@@ -169,23 +169,18 @@ def _merge_heads(x):
 
 def _forward(x, bias, attention, ffn, settings, rates, masks, fused):
     """The block on x [B, S, H] -> (output [B, S, H], kept), `kept` holding what the written
-    gradient needs. `rates` maps the active dropout sites to their rates, `masks` (a function
-    site -> bool keep mask) gives their masks."""
-    kept_masks = {}  # site -> keep mask, kept: drawing it again in the backward loop costs more
-
-    def mask(t, site):
-        kept_masks[site] = masks(site)
-        return kept_masks[site]
+    gradient needs. `rates` and `masks` map the active dropout sites to their rates and their
+    bool keep masks."""
 
     def drop(t, site):
         if site not in rates:
             return t
-        return elementwise.apply_dropout(t, mask(t, site), rates[site], fused)
+        return elementwise.apply_dropout(t, masks[site], rates[site], fused)
 
     def add_dropped(residual, t, site):  # residual + drop(t, site), one kernel when fused
         if site not in rates:
             return residual + t
-        return elementwise.residual_dropout(residual, t, mask(t, site), rates[site], fused)
+        return elementwise.residual_dropout(residual, t, masks[site], rates[site], fused)
 
     batch, seq, hidden = tf.shape(x)[0], tf.shape(x)[1], x.shape[-1]
     if hidden % settings.num_heads:
@@ -216,7 +211,7 @@ def _forward(x, bias, attention, ffn, settings, rates, masks, fused):
     )
     kept = dict(
         q=q, k=k, v=v, probs=probs, context=context, s1=s1, mean1=mean1, rstd1=rstd1, pre=pre,
-        s2=s2, mean2=mean2, rstd2=rstd2, masks=kept_masks,
+        s2=s2, mean2=mean2, rstd2=rstd2, masks=masks,
     )  # fmt: skip
     return tf.reshape(y2, tf.shape(x)), kept
 
@@ -230,7 +225,7 @@ def _backward(dy, x, kept, attention, ffn, settings, rates):
     eps = settings.layer_norm_eps
     dy = tf.reshape(dy, [-1, hidden])
 
-    masks = kept["masks"]  # the forward pass's
+    masks = kept["masks"]  # the forward pass's (kept: drawing them again costs more)
 
     def drop(t, site):
         return elementwise.apply_dropout(t, masks[site], rates[site], True) if site in rates else t
@@ -308,11 +303,11 @@ def transformer_block(
     LayerNorm(h + Dropout(act(h W1 + b1) W2 + b2)).
 
     x [B, S, H]; `bias` from attention_bias; weights as in the module docstring (query/key/value
-    separate or fused by fuse_query_key_value); `masks`, a function site -> bool keep mask
+    separate or fused by fuse_query_key_value); `masks`, {site: bool keep mask}
     (`block_masks(x, settings, seed).at(i)` for block i), is needed only when training with
     dropout. With `settings.fused` the block has the written-out gradient."""
     rates = dropout_rates(settings, training)
-    if rates and masks is None:
+    if set(rates) - set(masks or {}):
         raise ValueError("transformer_block with dropout in training needs its dropout masks")
     attention_weights = fuse_query_key_value(attention_weights)
     if settings.fused:

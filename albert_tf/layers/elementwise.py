@@ -34,8 +34,10 @@ import tensorflow as tf
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-def _xla(fn):
-    """fn as one XLA cluster (inlined when the caller is itself compiled, e.g. on TPU)."""
+def xla_kernel(fn):
+    """fn as one XLA cluster (inlined when the caller is itself compiled, e.g. on TPU).
+
+    For training graphs only: exported SavedModels must not need XLA."""
     return tf.function(fn, jit_compile=True, autograph=False, reduce_retracing=True)
 
 
@@ -80,8 +82,8 @@ class Activation:
         self.name = name
         self.__doc__ = doc
         self._plain = plain
-        self._fused = _xla(lambda x: tf.cast(formula(_f32(x)), x.dtype))
-        self._gradient = _xla(lambda x, dy: tf.cast(_f32(dy) * derivative(_f32(x)), dy.dtype))
+        self._fused = xla_kernel(lambda x: tf.cast(formula(_f32(x)), x.dtype))
+        self._gradient = xla_kernel(lambda x, dy: tf.cast(_f32(dy) * derivative(_f32(x)), dy.dtype))
 
     def __call__(self, x, fused=False):
         return self._fused(x) if fused else self._plain(x)
@@ -133,7 +135,7 @@ def _normalize(x, gamma, beta, eps):
     return tf.cast(y, x.dtype), mean, rstd
 
 
-_fused_normalize = _xla(_normalize)
+_fused_normalize = xla_kernel(_normalize)
 
 
 def normalize(x, gamma, beta, eps, fused=False):
@@ -144,7 +146,7 @@ def normalize(x, gamma, beta, eps, fused=False):
     return (_fused_normalize if fused else _normalize)(x, gamma, beta, eps)
 
 
-@_xla
+@xla_kernel
 def normalize_gradient(x, gamma, mean, rstd, dy):
     """(dx, dgamma, dbeta) of `normalize` from its input, statistics and output gradient, as
     one XLA kernel: dx in x's dtype, dgamma and dbeta in gamma's."""
@@ -169,7 +171,7 @@ def _scores_to_probs(scores, bias, scale):
     return tf.cast(tf.nn.softmax(_f32(scores) * scale + bias, axis=-1), scores.dtype)
 
 
-_fused_scores_to_probs = _xla(_scores_to_probs)
+_fused_scores_to_probs = xla_kernel(_scores_to_probs)
 
 
 def attention_probs(scores, bias, scale, fused=False):
@@ -186,7 +188,7 @@ def _attention_probs_gradient(probs, dprobs, scale, keep, rate):
     return tf.cast(p * (dp - tf.reduce_sum(dp * p, -1, keepdims=True)) * scale, probs.dtype)
 
 
-_attention_probs_gradient_kernel = _xla(_attention_probs_gradient)
+_attention_probs_gradient_kernel = xla_kernel(_attention_probs_gradient)
 
 
 def attention_probs_gradient(probs, dprobs, scale, keep=None, rate=0.0):
@@ -207,8 +209,8 @@ def _residual_dropout(residual, x, keep, rate):
     return residual + _apply_dropout(x, keep, rate)
 
 
-_fused_apply_dropout = _xla(_apply_dropout)
-_fused_residual_dropout = _xla(_residual_dropout)
+_fused_apply_dropout = xla_kernel(_apply_dropout)
+_fused_residual_dropout = xla_kernel(_residual_dropout)
 
 
 def apply_dropout(x, keep, rate, fused=False):

@@ -16,7 +16,7 @@ def test_a_blocks_mask_is_its_piece_of_the_sites_stream(jit_compile):
 
     @tf.function(jit_compile=jit_compile)
     def draw(index):  # a tensor index, as in the encoder's tf.while_loop
-        return masks.at(index)(0), masks.at(index)(2)
+        return masks.at(index)[0], masks.at(index)[2]
 
     @tf.function(jit_compile=jit_compile)
     def streams():  # the whole streams of 4 blocks, drawn at once by the same generator
@@ -33,9 +33,31 @@ def test_a_blocks_mask_is_its_piece_of_the_sites_stream(jit_compile):
     assert not np.array_equal(stream0[0], stream0[1])  # each block its own mask
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_masks_packed_eight_to_a_byte_unpack_to_themselves(jit_compile):
+    shapes = {0: [2, 3, 7, 7], 1: [5, 3]}  # 294 and 15 elements: not whole bytes
+    masks = dropout.BlockMasks(SEED, {0: 0.1, 1: 0.5}, shapes)
+
+    @tf.function(jit_compile=jit_compile)
+    def round_trip(index):
+        drawn = masks.at(index)
+        packed = masks.pack(drawn)
+        return drawn, packed, masks.unpack(packed)
+
+    drawn, packed, unpacked = round_trip(tf.constant(1))
+    assert packed[0].dtype == tf.uint8 and packed[0].shape == (37,)  # ceil(294 / 8)
+    assert packed[1].shape == (2,)
+    for site in shapes:
+        assert unpacked[site].dtype == tf.bool and unpacked[site].shape == shapes[site]
+        np.testing.assert_array_equal(unpacked[site].numpy(), drawn[site].numpy())
+    # Bit b of byte j is element 8 j + b.
+    flat = drawn[1].numpy().reshape(-1)
+    assert int(packed[1][0]) == sum(int(flat[b]) << b for b in range(8))
+
+
 def test_masks_keep_one_minus_rate_and_differ_by_site():
     masks = dropout.BlockMasks(SEED, {0: 0.3, 1: 0.3}, {0: [200, 200], 1: [200, 200]})
-    first, other_site = masks.at(5)(0).numpy(), masks.at(5)(1).numpy()
+    first, other_site = masks.at(5)[0].numpy(), masks.at(5)[1].numpy()
     assert first.dtype == bool and first.shape == (200, 200)
     assert abs(first.mean() - 0.7) < 0.01
     assert abs((first == other_site).mean() - (0.7**2 + 0.3**2)) < 0.01  # independent

@@ -91,6 +91,21 @@ def test_recompute_keeps_fewer_tensors(tiny_config, make_inputs):
     assert kept_recomputed + 10 < kept_plain, (kept_recomputed, kept_plain)
 
 
+def test_recompute_keeps_the_input_and_the_dropout_masks_packed(tiny_config, make_inputs):
+    (recomputed,) = _models(tiny_config(**DROPOUT))[1:]
+    graph = _step(recomputed).get_concrete_function(make_inputs()).graph
+    (forward,) = [
+        op
+        for op in graph.get_operations()
+        if op.type in ("While", "StatelessWhile") and "gradient" not in op.name
+    ]
+    kept = [
+        t.op.get_attr("element_dtype") for t in forward.inputs if t.op.type == "EmptyTensorList"
+    ]
+    # The block's input and the three dropout sites' masks, 8 to a byte.
+    assert sorted(dtype.name for dtype in kept) == ["float32", "uint8", "uint8", "uint8"], kept
+
+
 def test_recompute_is_in_the_config(tiny_config):
     model = AlbertModel(tiny_config(), recompute=True)
     assert model.encoder.recompute

@@ -71,34 +71,37 @@ def test_same_gradients_under_mixed_bfloat16(tiny_config, make_inputs):
     _assert_same_gradients(plain, recomputed, make_inputs(), atol=1e-2)
 
 
-def _kept_per_iteration(model, inputs):
-    """Outputs of the encoder's forward While op in a gradient-taking graph: its loop state
-    plus one accumulator per tensor the backward pass keeps from each iteration."""
+def _forward_loop(model, inputs):
+    """The encoder's forward While op in a gradient-taking graph."""
     graph = _step(model).get_concrete_function(inputs).graph
     loops = [op for op in graph.get_operations() if op.type in ("While", "StatelessWhile")]
     forward = [op for op in loops if "gradient" not in op.name]
     assert len(forward) == 1, [op.name for op in loops]
-    # One iteration at a time: else the backward loop runs up to 10 recomputations at once.
-    assert forward[0].get_attr("parallel_iterations") == 1
-    return len(forward[0].outputs)
+    return forward[0]
 
 
 def test_recompute_keeps_fewer_tensors(tiny_config, make_inputs):
     plain, recomputed = _models(tiny_config(**DROPOUT))
     inputs = make_inputs()
-    kept_plain = _kept_per_iteration(plain, inputs)
-    kept_recomputed = _kept_per_iteration(recomputed, inputs)
+    # Outputs of the forward loop: its loop state plus one accumulator per tensor the backward
+    # pass keeps from each iteration.
+    kept_plain = len(_forward_loop(plain, inputs).outputs)
+    kept_recomputed = len(_forward_loop(recomputed, inputs).outputs)
     assert kept_recomputed + 10 < kept_plain, (kept_recomputed, kept_plain)
+
+
+def test_recompute_runs_one_backward_iteration_at_a_time(tiny_config, make_inputs):
+    plain, recomputed = _models(tiny_config())
+    inputs = make_inputs()
+    # Else the backward loop would run several recomputations at once and hold them all; the
+    # plain loop overlaps two iterations' weight gradients, as an unrolled graph does.
+    assert _forward_loop(recomputed, inputs).get_attr("parallel_iterations") == 1
+    assert _forward_loop(plain, inputs).get_attr("parallel_iterations") == 2
 
 
 def test_recompute_keeps_the_input_and_the_dropout_masks_packed(tiny_config, make_inputs):
     (recomputed,) = _models(tiny_config(**DROPOUT))[1:]
-    graph = _step(recomputed).get_concrete_function(make_inputs()).graph
-    (forward,) = [
-        op
-        for op in graph.get_operations()
-        if op.type in ("While", "StatelessWhile") and "gradient" not in op.name
-    ]
+    forward = _forward_loop(recomputed, make_inputs())
     kept = [
         t.op.get_attr("element_dtype") for t in forward.inputs if t.op.type == "EmptyTensorList"
     ]

@@ -6,9 +6,10 @@ site's seed, n being the mask's size and m that rounded up to a multiple of 4 (P
 offsetting the counter). The key is the same in every block, computed once outside the
 encoder's loop; only the counter offset depends on the block. Drawn this way (a flat piece,
 reshaped) the encoder's training step under XLA took 3.5% less time than with a seed folded in
-per block and a mask drawn in its own shape (docs/model.md), and every block can be drawn on
-its own: recomputation (`AlbertEncoder(recompute=True)`) draws a block's masks again in the
-backward pass and gets the same ones.
+per block and a mask drawn in its own shape (docs/model.md). Every block's masks are drawn on
+their own, when the block runs, and are the same in a `tf.while_loop` and unrolled.
+Recomputation (`AlbertEncoder(recompute=True)`) keeps them packed 8 to a byte (`pack`,
+`unpack`) for the backward pass.
 
 XLA draws other numbers than TensorFlow's CPU kernel from the same seed.
 

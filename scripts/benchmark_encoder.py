@@ -7,8 +7,10 @@ and the gradients of every weight (no optimizer: the encoder's cost alone) with 
 It reports the first call (tracing, XLA compilation and one step) and the median of --steps
 steady steps after a warm-up round, as wall time and as process CPU time (the sum over
 threads: steadier than wall time on a loaded machine), and each mode's ratio to the unrolled
-encoder. Steady steps
-alternate between the modes so that load changes hit all alike.
+encoder. Steady steps alternate between the modes so that load changes hit all alike, and the
+last column pairs each round's steps: the median of the per-round wall-time ratios and their
+range, which shows how far the host's noise reaches (on a 2-core VM, runs of 6 steps of the
+same code differ by about 2 points).
 
     python scripts/benchmark_encoder.py --preset=albert_base_v2 --layers=12,24 \\
         --batch_size=8 --seq_length=128 --steps=3 --xla=off,on
@@ -128,11 +130,18 @@ def _median(values, index):
     return statistics.median(v[index] for v in values)
 
 
+def _paired(steps, base_steps):
+    """ "1.02x (0.99-1.05x)": the median and range of the per-round wall-time ratios."""
+    ratios = sorted(mine[0] / theirs[0] for mine, theirs in zip(steps, base_steps))
+    return f"{statistics.median(ratios):.3f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}x)"
+
+
 def markdown(results):
     lines = [
         "| Layers | XLA | Encoder | First call (s) | Steady wall (s) | Steady CPU (s) | "
-        "First vs unrolled | Steady wall vs unrolled | Steady CPU vs unrolled |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "First vs unrolled | Steady wall vs unrolled | Steady CPU vs unrolled | "
+        "Per-round wall ratio: median (range) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (depth, xla, mode), r in results.items():
         base = results[(depth, xla, BASELINE)]
@@ -140,7 +149,8 @@ def markdown(results):
         lines.append(
             f"| {depth} | {xla} | {mode} | {r['first'][0]:.2f} | {wall:.3f} | {cpu:.3f} | "
             f"{r['first'][0] / base['first'][0]:.2f}x | "
-            f"{wall / _median(base['steps'], 0):.2f}x | {cpu / _median(base['steps'], 1):.2f}x |"
+            f"{wall / _median(base['steps'], 0):.2f}x | {cpu / _median(base['steps'], 1):.2f}x | "
+            f"{_paired(r['steps'], base['steps'])} |"
         )
     return "\n".join(lines)
 

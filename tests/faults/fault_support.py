@@ -354,17 +354,27 @@ def snapshot(directory, ignore=()):
 
 
 def pinned_snapshot(directory, ignore=()):
-    """`snapshot` of the directory that `directory` names at the call, read through an open
-    descriptor: a rename or exchange of the path while its files are read cannot mix two
-    directories in one snapshot (None when `directory` does not exist)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except FileNotFoundError:
-        return None
-    try:
-        return snapshot(f"/proc/self/fd/{fd}", ignore)
-    finally:
-        os.close(fd)
+    """`snapshot` of the directory that `directory` names, read through an open descriptor: a
+    rename or exchange of the path while its files are read cannot mix two directories in one
+    snapshot (None when `directory` does not exist). If the path names another directory once
+    the files are read (the one read was swapped out, and is being deleted), it reads again:
+    the snapshot is of what the path named, not of a replaced directory's remains."""
+    while True:
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            return None
+        try:
+            state = snapshot(f"/proc/self/fd/{fd}", ignore)
+            pinned = os.fstat(fd)
+            try:
+                now = os.stat(directory)
+            except FileNotFoundError:
+                now = None
+            if now is not None and (now.st_dev, now.st_ino) == (pinned.st_dev, pinned.st_ino):
+                return state
+        finally:
+            os.close(fd)
 
 
 def json_without(path, *keys):

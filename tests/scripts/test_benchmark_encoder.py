@@ -7,26 +7,9 @@ runs use a tiny model (seconds), not the benchmark's sizes.
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPT = os.path.join(REPO, "scripts", "benchmark_encoder.py")
-
-
-def _python(code, *args):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=REPO)
-    result = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
+from script_support import REPO, run, run_python
 
 
 def test_per_round_ratio_is_the_median_and_range_of_paired_steps():
@@ -38,17 +21,24 @@ def test_per_round_ratio_is_the_median_and_range_of_paired_steps():
         spec.loader.exec_module(module)
         print(module._paired([(1.0, 5.0), (0.9, 5.0), (2.8, 5.0)], [(1.0, 1), (1.0, 1), (2.0, 1)]))
     """)
-    assert _python(code, SCRIPT).strip() == "1.000x (0.90-1.40x)"
+    result = run_python("-c", code, os.path.join(REPO, "scripts", "benchmark_encoder.py"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "1.000x (0.90-1.40x)"
 
 
 def test_tiny_run_prints_one_row_per_mode_with_its_paired_ratio():
-    code = textwrap.dedent("""
-        import runpy, sys
-        sys.argv = [sys.argv[1], "--preset=albert_tiny", "--layers=2", "--batch_size=2",
-                    "--seq_length=16", "--steps=2", "--xla=off", "--recompute"]
-        runpy.run_path(sys.argv[0], run_name="__main__")
-    """)
-    rows = [line for line in _python(code, SCRIPT).splitlines() if line.startswith("| 2 |")]
+    result = run(
+        "benchmark_encoder.py",
+        "--preset=albert_tiny",
+        "--layers=2",
+        "--batch_size=2",
+        "--seq_length=16",
+        "--steps=2",
+        "--xla=off",
+        "--recompute",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| 2 |")]
     cells = {row.split("|")[3].strip(): [c.strip() for c in row.split("|")[1:-1]] for row in rows}
     assert sorted(cells) == ["unrolled", "while_loop", "while_loop+recompute"], json.dumps(rows)
     assert cells["unrolled"][-1] == "1.000x (1.00-1.00x)"

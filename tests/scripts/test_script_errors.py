@@ -13,23 +13,13 @@ import sys
 
 import pytest
 from absl import app
+from script_support import REPO, run
 
 from albert_tf import cli
 from albert_tf.data.task_spec import DataError
 from albert_tf.settings import InvalidFlagError
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOISE = re.compile(r"cuInit|cuda|oneDNN|absl::InitializeLog|cpu_feature_guard")
-
-
-def run(script, *args, env=None):
-    """scripts/<script> with `args`, with the scripts' own TF_CPP_MIN_LOG_LEVEL default."""
-    full_env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    full_env.update(KERAS_BACKEND="tensorflow", PYTHONPATH=REPO, **(env or {}))
-    command = [sys.executable, os.path.join(REPO, "scripts", script), *map(str, args)]
-    return subprocess.run(
-        command, capture_output=True, text=True, cwd=REPO, env=full_env, timeout=300
-    )
 
 
 def error_line(result, script, *names, first=True):

@@ -3,7 +3,7 @@
 Block i's mask at a site is the elements [i * m, i * m + n) of one Philox stream keyed by the
 site's seed, n being the mask's size and m that rounded up to a multiple of 4 (Philox yields
 4 numbers per counter step, so a piece starts on a counter step and is drawn on its own by
-offsetting the counter). The key is the same in every block, computed once outside the
+offsetting the counter). The site's seed is the same in every block, folded once outside the
 encoder's loop; only the counter offset depends on the block. Drawn this way (a flat piece,
 reshaped) the encoder's training step under XLA took 3-3.5% less time than with a seed folded in
 per block and a mask drawn in its own shape (docs/model.md). Every block's masks are drawn on

@@ -26,10 +26,15 @@ test: $(STAMP)
 # The suite on TensorFlow 2.20 (what TPU VMs ship) in an environment of its own; not part of CI,
 # which tests 2.21 (both runs take about 7 minutes on 2 cores).
 VENV_TF220 := .venv-tf2.20
-test-tf2.20:
+STAMP_TF220 := $(VENV_TF220)/.installed
+
+$(STAMP_TF220): setup.py
 	test -x $(VENV_TF220)/bin/python || $(PYTHON) -m venv $(VENV_TF220)
 	$(VENV_TF220)/bin/python -m pip install --quiet -e ".[test]" "tensorflow==2.20.*" \
 		"tensorflow-text==2.20.*" "tensorflow-serving-api==2.20.*"
+	touch $(STAMP_TF220)
+
+test-tf2.20: $(STAMP_TF220)
 	$(VENV_TF220)/bin/python -m pytest -q -n 2 tests
 
 demo: $(STAMP)

@@ -3,8 +3,9 @@
 For each depth in --layers and each XLA setting in --xla, builds the backbone twice with the
 same weights (the `tf.while_loop` encoder, and `unroll=True`: a Python loop over the same
 block), plus `recompute=True` with --recompute, and times one tf.function computing the loss
-and the gradients of every weight (no optimizer: the encoder's cost alone) with dropout on.
-It reports the first call (tracing, XLA compilation and one step) and the median of --steps
+and the gradients of every weight (no optimizer: the encoder's cost alone), for each dropout
+rate in --dropout (0 is the v2 presets' setting, 0.1 v1's and BERT's: with dropout each block
+draws its masks, which the unrolled encoder and the loop schedule differently). It reports the first call (tracing, XLA compilation and one step) and the median of --steps
 steady steps after a warm-up round, as wall time and as process CPU time (the sum over
 threads: steadier than wall time on a loaded machine), and each mode's ratio to the unrolled
 encoder. Steady steps alternate between the modes so that load changes hit all alike, and the
@@ -18,6 +19,7 @@ same code differ by about 2 points).
         --seq_length=16 --steps=1     # a smoke run
 """
 
+import itertools
 import os
 import platform
 import statistics
@@ -37,7 +39,9 @@ flags.DEFINE_integer("seq_length", 128, "Sequence length.", lower_bound=1)
 flags.DEFINE_integer("steps", 3, "Timed steady steps per mode (after a warm-up).", lower_bound=1)
 flags.DEFINE_list("xla", ["off", "on"], "XLA settings to measure: off (graph), on (jit_compile).")
 flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"], "Keras dtype policy.")
-flags.DEFINE_float("dropout", 0.1, "Hidden and attention dropout of the measured model.")
+flags.DEFINE_list(
+    "dropout", ["0", "0.1"], "Hidden and attention dropout rates to measure (each in [0, 1))."
+)
 flags.DEFINE_bool("recompute", False, "Also measure the loop with recompute=True.")
 
 BASELINE = "unrolled"
@@ -88,15 +92,15 @@ def _timed(fn, inputs):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def benchmark(preset, depths, xla_settings, batch_size, seq_length, steps, dtype, dropout, modes):
-    """{(depth, xla, mode): {"first": (wall, cpu), "steps": [(wall, cpu), ...]}}."""
+def benchmark(preset, depths, xla_settings, batch_size, seq_length, steps, dtype, rates, modes):
+    """{(depth, dropout, xla, mode): {"first": (wall, cpu), "steps": [(wall, cpu), ...]}}."""
     import keras
 
     from albert_tf.config import AlbertConfig
     from albert_tf.models.backbone import AlbertModel
 
     results = {}
-    for depth in depths:
+    for depth, dropout in itertools.product(depths, rates):
         config = AlbertConfig.from_preset(
             preset,
             num_hidden_layers=depth,
@@ -114,15 +118,17 @@ def benchmark(preset, depths, xla_settings, batch_size, seq_length, steps, dtype
                 model.set_weights(weights)
                 fns[mode] = _forward_backward(model, jit_compile=(xla == "on"))
                 first = _timed(fns[mode], inputs)
-                logging.info("L=%d xla=%s %s: first call %.2f s", depth, xla, mode, first[0])
-                results[(depth, xla, mode)] = {"first": first, "steps": []}
+                key = (depth, dropout, xla, mode)
+                logging.info("%s: first call %.2f s", key, first[0])
+                results[key] = {"first": first, "steps": []}
             for fn in fns.values():  # a warm-up round: the first calls after another
                 _timed(fn, inputs)  # model's still set up (0.4 s once, seen at tiny sizes)
             for i in range(steps):
                 for mode, fn in fns.items():
                     seconds = _timed(fn, inputs)
-                    results[(depth, xla, mode)]["steps"].append(seconds)
-                    logging.info("L=%d xla=%s %s: step %d %.3f s", depth, xla, mode, i, seconds[0])
+                    key = (depth, dropout, xla, mode)
+                    results[key]["steps"].append(seconds)
+                    logging.info("%s: step %d %.3f s", key, i, seconds[0])
     return results
 
 
@@ -138,16 +144,16 @@ def _paired(steps, base_steps):
 
 def markdown(results):
     lines = [
-        "| Layers | XLA | Encoder | First call (s) | Steady wall (s) | Steady CPU (s) | "
+        "| Layers | Dropout | XLA | Encoder | First call (s) | Steady wall (s) | Steady CPU (s) | "
         "First vs unrolled | Steady wall vs unrolled | Steady CPU vs unrolled | "
         "Per-round wall ratio: median (range) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for (depth, xla, mode), r in results.items():
-        base = results[(depth, xla, BASELINE)]
+    for (depth, dropout, xla, mode), r in results.items():
+        base = results[(depth, dropout, xla, BASELINE)]
         wall, cpu = _median(r["steps"], 0), _median(r["steps"], 1)
         lines.append(
-            f"| {depth} | {xla} | {mode} | {r['first'][0]:.2f} | {wall:.3f} | {cpu:.3f} | "
+            f"| {depth} | {dropout:g} | {xla} | {mode} | {r['first'][0]:.2f} | {wall:.3f} | {cpu:.3f} | "
             f"{r['first'][0] / base['first'][0]:.2f}x | "
             f"{wall / _median(base['steps'], 0):.2f}x | {cpu / _median(base['steps'], 1):.2f}x | "
             f"{_paired(r['steps'], base['steps'])} |"
@@ -155,11 +161,23 @@ def markdown(results):
     return "\n".join(lines)
 
 
+def _dropout_rates(values):
+    """--dropout as floats in [0, 1), or the one-line error naming the flag."""
+    try:
+        rates = [float(value) for value in values]
+    except ValueError:
+        rates = []
+    if not rates or not all(0 <= rate < 1 for rate in rates):
+        cli.fail(f"--dropout must be a comma list of rates in [0, 1), got {','.join(values)!r}")
+    return rates
+
+
 def main(argv):
     del argv
     depths = cli.positive_ints("layers", FLAGS.layers)
     if not FLAGS.xla or set(FLAGS.xla) - {"off", "on"}:
         cli.fail(f"--xla must be a comma list of off and on, got {FLAGS.xla}")
+    rates = _dropout_rates(FLAGS.dropout)
     import tensorflow as tf
 
     load_before = os.getloadavg()
@@ -171,13 +189,13 @@ def main(argv):
         FLAGS.seq_length,
         FLAGS.steps,
         FLAGS.dtype,
-        FLAGS.dropout,
+        rates,
         _modes(FLAGS.recompute),
     )
     load_after = os.getloadavg()
     print(
         f"{FLAGS.preset} shapes, batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, "
-        f"{FLAGS.dtype}, dropout {FLAGS.dropout}, forward + backward (gradients of every "
+        f"{FLAGS.dtype}, forward + backward (gradients of every "
         f"weight), median of {FLAGS.steps} steady steps; TF {tf.__version__}, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n"

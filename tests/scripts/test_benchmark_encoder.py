@@ -26,7 +26,7 @@ def test_per_round_ratio_is_the_median_and_range_of_paired_steps():
     assert result.stdout.strip() == "1.000x (0.90-1.40x)"
 
 
-def test_tiny_run_prints_one_row_per_mode_with_its_paired_ratio():
+def test_tiny_run_prints_one_row_per_dropout_rate_and_mode_with_its_paired_ratio():
     result = run(
         "benchmark_encoder.py",
         "--preset=albert_tiny",
@@ -35,15 +35,30 @@ def test_tiny_run_prints_one_row_per_mode_with_its_paired_ratio():
         "--seq_length=16",
         "--steps=2",
         "--xla=off",
+        "--dropout=0,0.1",
         "--recompute",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [line for line in result.stdout.splitlines() if line.startswith("| 2 |")]
-    cells = {row.split("|")[3].strip(): [c.strip() for c in row.split("|")[1:-1]] for row in rows}
-    assert sorted(cells) == ["unrolled", "while_loop", "while_loop+recompute"], json.dumps(rows)
-    assert cells["unrolled"][-1] == "1.000x (1.00-1.00x)"
-    for mode in ("while_loop", "while_loop+recompute"):
+    cells = {}
+    for row in rows:
+        row_cells = [c.strip() for c in row.split("|")[1:-1]]
+        cells[(row_cells[1], row_cells[3])] = row_cells
+    modes = ["unrolled", "while_loop", "while_loop+recompute"]
+    assert sorted(cells) == [(rate, mode) for rate in ("0", "0.1") for mode in modes], rows
+    for (rate, mode), row_cells in cells.items():
+        if mode == "unrolled":
+            assert row_cells[-1] == "1.000x (1.00-1.00x)"
+            continue
         median, low, high = map(
-            float, re.fullmatch(r"([\d.]+)x \(([\d.]+)-([\d.]+)x\)", cells[mode][-1]).groups()
+            float, re.fullmatch(r"([\d.]+)x \(([\d.]+)-([\d.]+)x\)", row_cells[-1]).groups()
         )
-        assert low - 0.005 <= median <= high + 0.005, cells[mode]
+        assert low - 0.005 <= median <= high + 0.005, row_cells
+
+
+def test_a_dropout_rate_outside_0_to_1_is_a_one_line_error():
+    result = run("benchmark_encoder.py", "--dropout=0,1")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "benchmark_encoder.py: error: --dropout must be a comma list of rates in [0, 1), got '0,1'"
+    ]

@@ -5,9 +5,10 @@ same weights (the `tf.while_loop` encoder, and `unroll=True`: a Python loop over
 block), plus `recompute=True` with --recompute, and times one tf.function computing the loss
 and the gradients of every weight (no optimizer: the encoder's cost alone), for each dropout
 rate in --dropout (0 is the v2 presets' setting, 0.1 v1's and BERT's: with dropout each block
-draws its masks, which the unrolled encoder and the loop schedule differently). It reports the first call (tracing, XLA compilation and one step) and the median of --steps
-steady steps after a warm-up round, as wall time and as process CPU time (the sum over
-threads: steadier than wall time on a loaded machine), and each mode's ratio to the unrolled
+draws its masks, which the unrolled encoder and the loop schedule differently). It reports the
+first call (tracing, XLA compilation and one step) and the median of --steps steady steps after
+a warm-up round, as wall time and as process CPU time (the sum over threads: steadier than wall
+time on a loaded machine), and each mode's ratio to the unrolled
 encoder. Steady steps alternate between the modes so that load changes hit all alike, and the
 last column pairs each round's steps: the median of the per-round wall-time ratios and their
 range, which shows how far the host's noise reaches (on a 2-core VM, runs of 6 steps of the
@@ -153,7 +154,8 @@ def markdown(results):
         base = results[(depth, dropout, xla, BASELINE)]
         wall, cpu = _median(r["steps"], 0), _median(r["steps"], 1)
         lines.append(
-            f"| {depth} | {dropout:g} | {xla} | {mode} | {r['first'][0]:.2f} | {wall:.3f} | {cpu:.3f} | "
+            f"| {depth} | {dropout:g} | {xla} | {mode} | {r['first'][0]:.2f} | {wall:.3f} | "
+            f"{cpu:.3f} | "
             f"{r['first'][0] / base['first'][0]:.2f}x | "
             f"{wall / _median(base['steps'], 0):.2f}x | {cpu / _median(base['steps'], 1):.2f}x | "
             f"{_paired(r['steps'], base['steps'])} |"

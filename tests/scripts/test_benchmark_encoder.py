@@ -4,7 +4,6 @@ The script is the measurement behind the loop-against-unrolled figures in docs/m
 runs use a tiny model (seconds), not the benchmark's sizes.
 """
 
-import json
 import os
 import re
 import textwrap

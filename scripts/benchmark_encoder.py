@@ -8,11 +8,11 @@ rate in --dropout (0 is the v2 presets' setting, 0.1 v1's and BERT's: with dropo
 draws its masks, which the unrolled encoder and the loop schedule differently). It reports the
 first call (tracing, XLA compilation and one step) and the median of --steps steady steps after
 a warm-up round, as wall time and as process CPU time (the sum over threads: steadier than wall
-time on a loaded machine), and each mode's ratio to the unrolled
-encoder. Steady steps alternate between the modes so that load changes hit all alike, and the
-last column pairs each round's steps: the median of the per-round wall-time ratios and their
-range, which shows how far the host's noise reaches (on a 2-core VM, runs of 6 steps of the
-same code differ by about 2 points).
+time on a loaded machine), and each mode's ratio to the unrolled encoder. Steady steps
+alternate between the modes so that load changes hit all alike, and the last column pairs each
+round's steps: the median of the per-round wall-time ratios and their range, which shows how
+far the host's noise reaches (on a 2-core VM, runs of 6 steps of the same code differ by about
+2 points).
 
     python scripts/benchmark_encoder.py --preset=albert_base_v2 --layers=12,24 \\
         --batch_size=8 --seq_length=128 --steps=3 --xla=off,on

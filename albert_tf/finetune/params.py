@@ -13,6 +13,7 @@ stride) live in the task's own dataclass (`ClassificationData`, `TaggingData`).
 import dataclasses
 from typing import Optional
 
+from albert_tf.optim.optimizers import OPTIMIZERS
 from albert_tf.precision import PRECISIONS
 from albert_tf.settings import InvalidFlagError, setting
 
@@ -49,7 +50,14 @@ class FinetuneParams:
     do_predict: bool = setting(False, "Predict the test set.")
     train_batch_size: int = setting(32, "Global training batch size.")
     eval_batch_size: int = setting(32, "Evaluation and prediction batch size.")
-    learning_rate: float = setting(2e-5, "Peak learning rate (AdamW, linear warmup and decay).")
+    optimizer: str = setting(
+        "adamw",
+        "adamw: bias-corrected AdamW (the default, chosen by the study in docs/finetune.md); "
+        "adamw_original: the original's AdamWeightDecay (no bias correction, to reproduce the "
+        "paper); lamb: the original's LAMB. LayerNorm weights and biases get no weight decay.",
+        choices=OPTIMIZERS,
+    )
+    learning_rate: float = setting(2e-5, "Peak learning rate (linear warmup, then linear decay).")
     num_train_steps: int = setting(1000, "Optimizer steps, exactly (Table 14 'Train steps').")
     num_train_epochs: Optional[float] = setting(
         None,
@@ -63,7 +71,7 @@ class FinetuneParams:
         "Override the backbone's hidden and attention dropout (Table 14 'ALBERT DR'); "
         "default: the config's.",
     )
-    weight_decay_rate: float = setting(0.01, "AdamW weight decay.")
+    weight_decay_rate: float = setting(0.01, "Decoupled weight decay of the optimizer.")
     clip_norm: float = setting(1.0, "Global-norm gradient clipping.")
     save_checkpoints_steps: int = setting(1000, "Evaluate and checkpoint every N steps.")
     keep_checkpoint_max: int = setting(3, "How many recent training checkpoints to keep.")

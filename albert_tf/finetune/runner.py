@@ -5,7 +5,8 @@ What it does, in order:
    against the model (vocabulary size, special ids);
 2. reads the task's data (`task.load`) and builds its features;
 3. builds the model (from `init_checkpoint` or a preset) and compiles it with the fine-tuning
-   defaults (AdamW, warmup + linear decay over exactly `num_train_steps`, clipping);
+   defaults (`--optimizer`, bias-corrected AdamW unless told otherwise; warmup + linear decay
+   over exactly `num_train_steps`; clipping);
 4. restores the newest checkpoint of `output_dir/checkpoints` with the evaluation history and
    best metric saved beside it (exact resume: model, optimizer, step, data position, history);
 5. trains with `fit` in chunks that end at multiples of `save_checkpoints_steps` (and at
@@ -248,6 +249,7 @@ class _Finetuner:
                 _backbone(p, vocab_size), dropout=p.classifier_dropout
             )
             self.model.compile(
+                optimizer=p.optimizer,
                 learning_rate=p.learning_rate,
                 num_train_steps=p.num_train_steps,
                 warmup_steps=p.warmup_steps,

@@ -100,6 +100,25 @@ class StackedWeights(keras.layers.Layer):
         }
 
 
+def stacked_axes(model):
+    """{regex: 2} for every `StackedWeights` variable of `model` (the encoder's [groups, inner,
+    ...] weights), as `albert_tf.optim.Lamb(stacked_axes=...)` takes it: one trust ratio per
+    original per-layer variable, whatever the sharing layout.
+
+    >>> from albert_tf.config import AlbertConfig
+    >>> from albert_tf.models.backbone import AlbertModel
+    >>> axes = stacked_axes(AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=100)))
+    >>> sorted(set(axes.values()))
+    [2]
+    """
+    prefixes = set()
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, StackedWeights):
+            for variable in layer.trainable_variables:
+                prefixes.add(variable.path.rsplit("/", 1)[0])
+    return {f"^{p}/": 2 for p in sorted(prefixes)}
+
+
 def _selector(stacks):
     """A function index -> one block's weights from {name: [n, ...]} stacks.
 

@@ -5,10 +5,11 @@ A subclass chooses what the head reads (`head_input`: the pooled [CLS] vector fo
 `AlbertClassifier`, the sequence output for `AlbertTokenClassifier`) and its default loss and
 metrics (`default_loss`, `default_metrics`).
 
-`compile()` with "auto" arguments uses the original AdamW (`AdamWeightDecay`, LayerNorm and
-biases excluded from decay), peak lr 2e-5 warmed up linearly over 10% of the steps and decayed
-linearly to 0, global-norm clipping at 1.0. Without `num_train_steps`, the first `fit` sets it to
-epochs x steps per epoch.
+`compile()` with "auto" arguments uses bias-corrected AdamW (`albert_tf.optim.AdamW`, LayerNorm
+and biases excluded from decay), peak lr 2e-5 warmed up linearly over 10% of the steps and
+decayed linearly to 0, global-norm clipping at 1.0; `optimizer="adamw_original"` (the original's
+`AdamWeightDecay`, no bias correction) and `optimizer="lamb"` take the same schedule. Without
+`num_train_steps`, the first `fit` sets it to epochs x steps per epoch.
 
 Large and xlarge v2 models are known to diverge or stay at chance when fine-tuned with higher
 rates or small batches (google-research/albert #197, #207; keras-hub #831): keep lr <= 2e-5
@@ -22,9 +23,10 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.layers.encoder import stacked_axes
 from albert_tf.models import model_dir
 from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
-from albert_tf.optim.optimizers import AdamWeightDecay
+from albert_tf.optim.optimizers import OPTIMIZERS, create_optimizer
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 
 
@@ -35,14 +37,19 @@ def default_optimizer(
     warmup_ratio=0.1,
     weight_decay_rate=0.01,
     global_clipnorm=1.0,
+    name="adamw",
+    stacked_axes=None,
 ):
-    """The fine-tuning optimizer: AdamW with linear warmup and decay (a constant rate without
-    `num_train_steps`).
+    """The fine-tuning optimizer `name` ("adamw": bias-corrected AdamW; "adamw_original";
+    "lamb", with `stacked_axes` from `albert_tf.layers.encoder.stacked_axes`) with linear warmup
+    and decay (a constant rate without `num_train_steps`) and global-norm clipping.
 
     >>> optimizer = default_optimizer(1e-4, num_train_steps=100)
     >>> type(optimizer).__name__, float(optimizer.learning_rate)
-    ('AdamWeightDecay', 0.0)
+    ('AdamW', 0.0)
     """
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {name!r}")
     if learning_rate <= 0:
         raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
     if num_train_steps is not None and num_train_steps < 1:
@@ -59,12 +66,46 @@ def default_optimizer(
         schedule = WarmupPolynomialDecay(
             learning_rate, decay_steps=int(num_train_steps), warmup_steps=warmup, power=1.0
         )
-    return AdamWeightDecay(
-        learning_rate=schedule,
+    return create_optimizer(
+        name,
+        schedule,
         weight_decay_rate=weight_decay_rate,
         epsilon=1e-6,
-        global_clipnorm=global_clipnorm,
+        stacked_axes=stacked_axes if name == "lamb" else None,
+        global_clipnorm=global_clipnorm or None,
     )
+
+
+# Peak learning rates at which the fine-tuning study (docs/finetune.md, "Choosing the optimizer")
+# saw every task learn with each optimizer; far outside them a warning names the range.
+SAFE_LEARNING_RATES = {"adamw": (1e-5, 1e-3), "adamw_original": (1e-5, 1e-4), "lamb": (1e-4, 3e-3)}
+
+
+def warn_if_unsafe_learning_rate(name, learning_rate, flag="learning_rate"):
+    """Logs a warning (and returns its text) when `learning_rate` is more than 3x outside
+    `SAFE_LEARNING_RATES[name]`; returns None otherwise.
+
+    >>> warn_if_unsafe_learning_rate("adamw", 2e-5) is None
+    True
+    >>> print(warn_if_unsafe_learning_rate("adamw_original", 1e-2))  # doctest: +ELLIPSIS
+    learning_rate=0.01 is far above the rates at which adamw_original fine-tuned reliably ...
+    """
+    low, high = SAFE_LEARNING_RATES[name]
+    if low / 3 <= learning_rate <= high * 3:
+        return None
+    where = "above" if learning_rate > high else "below"
+    message = (
+        f"{flag}={learning_rate:g} is far {where} the rates at which {name} fine-tuned reliably "
+        f"in the study of docs/finetune.md ({low:g} to {high:g})"
+        + (
+            ": expect the run to collapse to the majority class; lower it or use "
+            "--optimizer=adamw"
+            if where == "above"
+            else ": expect little learning in few steps"
+        )
+    )
+    logging.warning("%s", message)
+    return message
 
 
 def load_backbone(
@@ -219,9 +260,12 @@ class AlbertHeadModel(keras.Model):
     ):
         """`keras.Model.compile` with fine-tuning defaults for "auto" arguments.
 
-        optimizer="auto": `default_optimizer(learning_rate, num_train_steps, warmup_steps,
-        warmup_ratio, weight_decay_rate, global_clipnorm)`; if `num_train_steps` is None, the
-        first `fit` sets it to epochs x steps per epoch. loss/metrics="auto": the subclass's
+        optimizer="auto" (bias-corrected AdamW), "adamw", "adamw_original" or "lamb":
+        `default_optimizer(learning_rate, num_train_steps, warmup_steps, warmup_ratio,
+        weight_decay_rate, global_clipnorm, name)`, with a warning when `learning_rate` is far
+        outside the range the fine-tuning study found safe for it; if `num_train_steps` is None,
+        the first `fit` sets it to epochs x steps per epoch. Any other optimizer (an instance or a
+        Keras name) is used as given. loss/metrics="auto": the subclass's
         defaults. precision: "auto" (`albert_tf.precision`'s choice for this machine, logged),
         "float32" or "mixed_bfloat16": the compute dtype the model runs in from now on (its
         float32-pinned layers stay float32); without `jit_compile`, XLA follows the choice. Other
@@ -236,8 +280,11 @@ class AlbertHeadModel(keras.Model):
         self.set_compute_precision(choice.policy)
         if jit == "auto" and choice.device != "TPU":  # on TPU, Keras' own choice
             kwargs["jit_compile"] = choice.jit_compile
-        if optimizer == "auto":
+        if optimizer == "auto" or optimizer in OPTIMIZERS:
+            name = "adamw" if optimizer == "auto" else optimizer
+            warn_if_unsafe_learning_rate(name, learning_rate)
             self._auto_compile = dict(
+                optimizer=optimizer,
                 loss=loss,
                 metrics=metrics,
                 learning_rate=learning_rate,
@@ -255,6 +302,8 @@ class AlbertHeadModel(keras.Model):
                 warmup_ratio,
                 weight_decay_rate,
                 global_clipnorm,
+                name=name,
+                stacked_axes=stacked_axes(self) if name == "lamb" else None,
             )
             self._auto_steps_pending = num_train_steps is None
         else:

@@ -1,6 +1,8 @@
-"""The original ALBERT optimizers as Keras 3 optimizers: AdamWeightDecay (AdamW) and LAMB.
+"""ALBERT's optimizers as Keras 3 optimizers: AdamW (bias-corrected, the fine-tuning default),
+and the original's AdamWeightDecay and LAMB.
 
-Both follow `optimization.py` / `lamb_optimizer.py` of google-research/albert exactly:
+AdamWeightDecay and Lamb follow `optimization.py` / `lamb_optimizer.py` of google-research/albert
+exactly:
 
     m <- beta_1 m + (1 - beta_1) g
     v <- beta_2 v + (1 - beta_2) g^2
@@ -11,6 +13,12 @@ Both follow `optimization.py` / `lamb_optimizer.py` of google-research/albert ex
 
 There is no bias correction, the decay sits inside the update (so it enters LAMB's trust ratio)
 and the trust ratio is not clipped. `keras.optimizers.Lamb` differs in all of these.
+
+`AdamW` is AdamWeightDecay with Adam's bias correction (m / (1 - beta_1^t), v / (1 - beta_2^t)),
+as `torch.optim.AdamW` and `keras.optimizers.AdamW`, with the same exclusions. Without the
+correction the first updates are up to 1 / sqrt(1 - beta_2^t) (about 3x after 100 steps) larger,
+and fine-tuning at higher learning rates collapses to the majority class (docs/finetune.md has the
+study that made AdamW the fine-tuning default).
 
 Exclusions are regular expressions searched in each variable's Keras `path` (for example
 `albert/encoder/attention_layer_norm/gamma`). The defaults cover the original's names
@@ -42,6 +50,9 @@ from albert_tf.optim.clipping import clip_by_global_norm, to_dense
 
 # The original's exclusion list plus the Keras names of LayerNormalization's weights.
 DEFAULT_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias", r"(^|[/_])(gamma|beta)(:\d+)?$")
+
+# The names `create_optimizer` (and the scripts' --optimizer) accept.
+OPTIMIZERS = ("adamw", "adamw_original", "lamb")
 
 
 def _compile(patterns, argument):
@@ -133,10 +144,19 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
         self.assign(m, next_m)
         self.assign(v, next_v)
+        corrections = self._bias_corrections(dtype)
+        if corrections is not None:
+            next_m, next_v = next_m * corrections[0], next_v * corrections[1]
         update = next_m / (tf.sqrt(next_v) + self.epsilon)
         if self.weight_decay_rate and self.uses_weight_decay(variable):
             update += self.weight_decay_rate * tf.convert_to_tensor(variable)
         return update
+
+    def _bias_corrections(self, dtype):
+        """The factors of the first and second moments in the update, or None: the original has
+        no bias correction; `AdamW` overrides this."""
+        del dtype
+        return None
 
     def update_step(self, gradient, variable, learning_rate):
         lr = tf.cast(learning_rate, variable.dtype)
@@ -161,6 +181,31 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             exclude_from_weight_decay=list(self.exclude_from_weight_decay_patterns),
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AdamW(AdamWeightDecay):
+    """Bias-corrected AdamW with decoupled weight decay: the fine-tuning default.
+
+    u = m_hat / (sqrt(v_hat) + epsilon) [+ weight_decay_rate * w], w <- w - lr u, with
+    m_hat = m / (1 - beta_1^t) and v_hat = v / (1 - beta_2^t) at update t (1-based), the
+    update `torch.optim.AdamW` makes. Arguments as `AdamWeightDecay` (LayerNorm weights and
+    biases excluded from decay by default).
+
+    Example:
+        >>> import keras, numpy as np
+        >>> w = keras.Variable(np.ones((2,), "float32"), name="kernel")
+        >>> opt = AdamW(learning_rate=0.1, weight_decay_rate=0.0)
+        >>> opt.apply([np.array([0.5, -0.001], "float32")], [w])  # first step: lr * sign(g)
+        >>> np.round(w.numpy(), 4)
+        array([0.9, 1.1], dtype=float32)
+    """
+
+    def _bias_corrections(self, dtype):
+        t = tf.cast(self.iterations + 1, dtype)
+        return 1.0 / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), t)), 1.0 / (
+            1.0 - tf.pow(tf.cast(self.beta_2, dtype), t)
+        )
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -275,11 +320,18 @@ def create_optimizer(
     epsilon=1e-6,
     exclude_from_weight_decay=DEFAULT_EXCLUSIONS,
     stacked_axes=None,
+    **kwargs,
 ):
-    """The original's `create_optimizer` choice: "lamb" or "adamw", with its constants.
+    """An optimizer by name, with the original's constants: "adamw" (bias-corrected `AdamW`),
+    "adamw_original" (the original's `AdamWeightDecay`, no bias correction) or "lamb" (the
+    original's `Lamb`).
 
     >>> create_optimizer("adamw", 1e-4).__class__.__name__
+    'AdamW'
+    >>> create_optimizer("adamw_original", 1e-4).__class__.__name__
     'AdamWeightDecay'
+
+    Other keyword arguments (`global_clipnorm`, ...) go to the Keras optimizer base class.
     """
     common = dict(
         learning_rate=learning_rate,
@@ -288,9 +340,12 @@ def create_optimizer(
         beta_2=beta_2,
         epsilon=epsilon,
         exclude_from_weight_decay=exclude_from_weight_decay,
+        **kwargs,
     )
     if name == "lamb":
         return Lamb(stacked_axes=stacked_axes, **common)
     if name == "adamw":
+        return AdamW(**common)
+    if name == "adamw_original":
         return AdamWeightDecay(**common)
-    raise ValueError(f"Unknown optimizer {name!r}: expected 'lamb' or 'adamw'")
+    raise ValueError(f"Unknown optimizer {name!r}: expected one of {', '.join(OPTIMIZERS)}")

@@ -45,7 +45,7 @@ from albert_tf import precision as precision_lib
 from albert_tf.config import AlbertConfig, list_presets
 from albert_tf.data import input_checks
 from albert_tf.logs import show_progress
-from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
+from albert_tf.optim import OPTIMIZERS, WarmupPolynomialDecay, create_optimizer
 from albert_tf.precision import PRECISIONS
 from albert_tf.settings import InvalidFlagError, setting
 from albert_tf.train import checkpointing, summaries
@@ -116,7 +116,10 @@ class PretrainingParams:
     train_batch_size: int = setting(4096, "Global training batch size (split over the replicas).")
     eval_batch_size: int = setting(64, "Global evaluation batch size.")
     optimizer: str = setting(
-        "lamb", "The original's LAMB or AdamWeightDecay.", choices=("lamb", "adamw")
+        "lamb",
+        "lamb: the original's LAMB; adamw_original: the original's AdamWeightDecay (no bias "
+        "correction); adamw: bias-corrected AdamW.",
+        choices=OPTIMIZERS,
     )
     learning_rate: float = setting(0.00176, "Peak learning rate.")
     poly_power: float = setting(

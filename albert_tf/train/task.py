@@ -95,18 +95,10 @@ class PretrainingTask(Task):
     @staticmethod
     def stacked_axes(model):
         """{regex: 2} for the encoder's stacked [groups, inner, ...] weights (for LAMB's trust
-        ratio).
+        ratio): `albert_tf.layers.encoder.stacked_axes`."""
+        from albert_tf.layers.encoder import stacked_axes
 
-        Found by layer type, so any sharing layout gets one trust ratio per original variable.
-        """
-        from albert_tf.layers.encoder import StackedWeights
-
-        prefixes = set()
-        for layer in model._flatten_layers(include_self=False, recursive=True):
-            if isinstance(layer, StackedWeights):
-                for variable in layer.trainable_variables:
-                    prefixes.add(variable.path.rsplit("/", 1)[0])
-        return {f"^{p}/": 2 for p in sorted(prefixes)}
+        return stacked_axes(model)
 
     # ------------------------------------------------------------------ data
     def dataset(self, file_patterns, batch_size, is_training=True, input_context=None, seed=None):

@@ -38,7 +38,7 @@ def trained(preprocessor, corpus_file):
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000, num_hidden_layers=2)
     model = AlbertClassifier(AlbertModel(config), labels=["other", "file"], dropout=0.0)
     # float32: the export tests compare served outputs (a float32 graph) with the model's to 1e-4.
-    model.compile(learning_rate=5e-4, precision="float32")  # defaults otherwise: AdamW, ...
+    model.compile(learning_rate=2e-3, precision="float32")  # defaults otherwise: AdamW, ...
     features = Features({"text": np.asarray(texts, dtype=object)}, labels)
     dataset = train_dataset(features, 32, seed=0, transform=preprocessor)
     history = model.fit(dataset, epochs=3, steps_per_epoch=6, verbose=0)

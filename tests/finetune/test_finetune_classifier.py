@@ -11,7 +11,7 @@ from albert_tf.models import model_dir
 from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.preprocessor import AlbertPreprocessor
-from albert_tf.optim.optimizers import AdamWeightDecay
+from albert_tf.optim.optimizers import AdamW
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -23,7 +23,7 @@ def _small_config():
 def test_fit_defaults_and_learning(trained):
     model, _, _, history = trained
     optimizer = model.optimizer
-    assert isinstance(optimizer, AdamWeightDecay) and optimizer.global_clipnorm == 1.0
+    assert type(optimizer) is AdamW and optimizer.global_clipnorm == 1.0
     schedule = (
         optimizer.learning_rate
         if isinstance(optimizer.learning_rate, WarmupPolynomialDecay)
@@ -61,7 +61,7 @@ def test_keras_round_trip_and_regression(tmp_path):
     loaded = keras.saving.load_model(path)
     assert (loaded.num_classes, loaded.dropout_rate, loaded.labels) == (1, 0.2, None)
     np.testing.assert_allclose(loaded(ids).numpy(), model(ids).numpy(), atol=1e-6)
-    assert type(loaded.optimizer).__name__ == "AdamWeightDecay"
+    assert type(loaded.optimizer).__name__ == "AdamW"
     assert int(loaded.optimizer.iterations.numpy()) == 2
     with pytest.raises(ValueError, match="labels has 3 names but num_classes is 2"):
         AlbertClassifier(AlbertModel(_small_config()), num_classes=2, labels=["a", "b", "c"])

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.optim import (
+    AdamW,
     AdamWeightDecay,
     Lamb,
     WarmupPolynomialDecay,
@@ -25,19 +26,34 @@ def _excluded(name):
 
 
 def numpy_original(
-    params, grads_per_step, lr, layer_adaptation, wd=0.01, b1=0.9, b2=0.999, eps=1e-6, stacked=None
+    params,
+    grads_per_step,
+    lr,
+    layer_adaptation,
+    wd=0.01,
+    b1=0.9,
+    b2=0.999,
+    eps=1e-6,
+    stacked=None,
+    bias_correction=False,
 ):
-    """The original lamb_optimizer.py / AdamWeightDecayOptimizer in float64 NumPy."""
+    """The original lamb_optimizer.py / AdamWeightDecayOptimizer in float64 NumPy; with
+    `bias_correction`, torch.optim.AdamW's update (decay lr * wd * w from the old weights, then
+    lr * m_hat / (sqrt(v_hat) + eps))."""
     params = {k: v.astype(np.float64).copy() for k, v in params.items()}
     m = {k: np.zeros_like(v) for k, v in params.items()}
     v_ = {k: np.zeros_like(v) for k, v in params.items()}
     stacked = stacked or {}
-    for grads in grads_per_step:
+    for t, grads in enumerate(grads_per_step, start=1):
         for name, g in grads.items():
             g = g.astype(np.float64)
             m[name] = b1 * m[name] + (1 - b1) * g
             v_[name] = b2 * v_[name] + (1 - b2) * g * g
-            update = m[name] / (np.sqrt(v_[name]) + eps)
+            if bias_correction:
+                m_hat, v_hat = m[name] / (1 - b1**t), v_[name] / (1 - b2**t)
+            else:
+                m_hat, v_hat = m[name], v_[name]
+            update = m_hat / (np.sqrt(v_hat) + eps)
             if not _excluded(name):
                 update = update + wd * params[name]
             if layer_adaptation and not _excluded(name):
@@ -73,7 +89,7 @@ def _problem(seed=0):
     return params, steps
 
 
-@pytest.mark.parametrize("cls,adapt", [(Lamb, True), (AdamWeightDecay, False)])
+@pytest.mark.parametrize("cls,adapt", [(Lamb, True), (AdamWeightDecay, False), (AdamW, False)])
 def test_matches_numpy_original(cls, adapt):
     params, steps = _problem()
     variables = {k: keras.Variable(v, name=k.replace("/", "_")) for k, v in params.items()}
@@ -88,7 +104,12 @@ def test_matches_numpy_original(cls, adapt):
     for grads in steps:
         opt.apply([tf.constant(grads[n]) for n in names], var_list)
     expected = numpy_original(
-        params, steps, lr, adapt, stacked={"stacked/kernel"} if adapt else None
+        params,
+        steps,
+        lr,
+        adapt,
+        stacked={"stacked/kernel"} if adapt else None,
+        bias_correction=cls is AdamW,
     )
     for n in names:
         np.testing.assert_allclose(
@@ -124,7 +145,7 @@ def test_optimizer_errors_and_config_round_trip():
         Lamb(learning_rate=0.1, weight_decay=0.01)
     with pytest.raises(ValueError, match="exclude_from_weight_decay: '\\(' is not a valid"):
         AdamWeightDecay(exclude_from_weight_decay=["("])
-    with pytest.raises(ValueError, match="Unknown optimizer 'sgd'"):
+    with pytest.raises(ValueError, match="Unknown optimizer 'sgd': expected one of adamw, adamw_original, lamb"):
         create_optimizer("sgd", 0.1)
     schedule = WarmupPolynomialDecay(0.00176, decay_steps=125000, warmup_steps=3125)
     opt = create_optimizer("lamb", schedule, stacked_axes={"encoder/": 2})

@@ -98,8 +98,7 @@ def warn_if_unsafe_learning_rate(name, learning_rate, flag="learning_rate"):
         f"{flag}={learning_rate:g} is far {where} the rates at which {name} fine-tuned reliably "
         f"in the study of docs/finetune.md ({low:g} to {high:g})"
         + (
-            ": expect the run to collapse to the majority class; lower it or use "
-            "--optimizer=adamw"
+            ": expect the run to collapse to the majority class; lower it or use --optimizer=adamw"
             if where == "above"
             else ": expect little learning in few steps"
         )

@@ -249,6 +249,25 @@ class SentenceClassificationTask(FinetuneTask):
             values["f1_positive_class"] = self.spec.labels[1]
         return values
 
+    def main_metric_baselines(self):
+        dev = self.splits.get("dev")
+        if dev is None or dev.labels is None:
+            return {}
+        if self.main_metric != "accuracy":  # Matthews, Pearson: a constant prediction scores 0
+            return {"trivial": 0.0}
+        label, rate = majority_rate(dev.labels)
+        name = f"always the dev set's majority class {self.spec.labels[label]!r}"
+        return {"trivial": rate, "strongest": {"name": name, "value": rate}}
+
+    def constant_prediction(self, predictions):
+        if self.spec.is_regression:
+            scores = np.asarray(predictions["scores"])
+            if len(scores) > 1 and np.ptp(scores) <= 1e-6 * max(1.0, float(np.abs(scores).max())):
+                return f"the score {float(scores[0]):.4g}"
+            return None
+        labels = np.unique(predictions["labels"])
+        return f"label {self.spec.labels[int(labels[0])]!r}" if len(labels) == 1 else None
+
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):
         outputs = np.asarray(outputs, dtype=np.float64)

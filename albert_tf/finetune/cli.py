@@ -8,6 +8,8 @@ A script is three lines (see scripts/run_classifier.py):
     cli.run(main)
 """
 
+import sys
+
 from albert_tf.finetune.params import FinetuneParams
 from albert_tf.settings import define_flags, from_flags
 
@@ -27,11 +29,19 @@ def run_from_flags(argv, data_cls, task_cls):
     params = from_flags(FinetuneParams)
     task = task_cls(from_flags(data_cls), seed=params.seed)
     result = run_finetuning(params, task)
-    best = result["best"]
+    best, verdict = result["best"], result.get("baseline_verdict")
+    for warning in result.get("warnings", []):
+        print(f"WARNING: {warning}", file=sys.stderr)
     print(
         f"done at step {result['global_step']}: "
         + (
             f"best {best['metric']} {best['value']:.4f} at step {best['step']}"
+            + (
+                f" (strongest simple baseline {verdict['baseline_value']:.4f}: "
+                f"{verdict['baseline']})"
+                if verdict
+                else ""
+            )
             if best
             else "no evaluation"
         )

@@ -182,6 +182,18 @@ class RaceTask(FinetuneTask):
             "dev_majority_answer_rate": float(counts.max() / counts.sum()),
         }
 
+    def main_metric_baselines(self):
+        values = self.baselines()
+        if not values:
+            return {}
+        rate = values["dev_majority_answer_rate"]
+        name = f"always option {values['dev_majority_answer']} (chance: 1/{race.NUM_CHOICES})"
+        return {"trivial": rate, "strongest": {"name": name, "value": rate}}
+
+    def constant_prediction(self, predictions):
+        answers = np.unique(predictions["answers"])
+        return f"option {race.LETTERS[int(answers[0])]}" if len(answers) == 1 else None
+
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):
         probabilities = _softmax(outputs)

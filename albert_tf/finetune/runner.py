@@ -40,7 +40,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import files
-from albert_tf.finetune import inputs
+from albert_tf.finetune import inputs, learning_check
 from albert_tf.finetune.params import FinetuneParams, validate
 from albert_tf.logs import show_progress
 from albert_tf.settings import InvalidFlagError
@@ -164,6 +164,7 @@ class RunState:
         self.directory = directory
         self.history = []
         self.best = None
+        self.warnings = []
 
     def _path(self, step):
         return os.path.join(self.directory, f"{STATE_PREFIX}{step}.json")
@@ -171,10 +172,14 @@ class RunState:
     def restore(self, step):
         values = files.read_json(self._path(step))
         self.history, self.best = values["history"], values["best"]
+        self.warnings = values.get("warnings", [])
 
     def save(self, step, keep_steps):
         """Writes the state of `step` and removes those of checkpoints no longer kept."""
-        files.write_json(self._path(step), {"history": self.history, "best": self.best})
+        files.write_json(
+            self._path(step),
+            {"history": self.history, "best": self.best, "warnings": self.warnings},
+        )
         keep = {f"{STATE_PREFIX}{s}.json" for s in keep_steps} | {f"{STATE_PREFIX}{step}.json"}
         for name in tf.io.gfile.listdir(self.directory):
             if name.startswith(STATE_PREFIX) and name.endswith(".json") and name not in keep:
@@ -236,9 +241,18 @@ class _Finetuner:
             )
         self.train_features = task.features("train") if params.do_train else None
         self.baselines = task.baselines() if self.dev is not None else {}
+        self.main_baselines = task.main_metric_baselines() if self.dev is not None else {}
         self.best_dev_predictions = None  # of the best evaluation made by this process
         for name, value in self.baselines.items():
             logging.info("%s: %s", name.replace("_", " "), value)
+        strongest = self.main_baselines.get("strongest")
+        if strongest:
+            logging.info(
+                "strongest simple baseline on dev %s: %.4f (%s); a run must beat it",
+                task.main_metric,
+                strongest["value"],
+                strongest["name"],
+            )
         self.checkpointer = None
         self.state = RunState(os.path.join(params.output_dir, "checkpoints"))
 
@@ -329,11 +343,18 @@ class _Finetuner:
                 self.model.save_weights,
                 suffix=".weights.h5",
             )
-        state.history.append({"step": int(step), **{f"eval_{k}": v for k, v in metrics.items()}})
-        files.write_json(
-            os.path.join(self.p.output_dir, RESULTS_FILE),
-            {"best": state.best, "baselines": self.baselines, "history": state.history},
+        entry = {"step": int(step), **{f"eval_{k}": v for k, v in metrics.items()}}
+        reason = learning_check.collapsed(self.task, predictions, value, self.main_baselines)
+        if reason:
+            entry["collapsed"] = reason
+        state.history.append(entry)
+        warning = learning_check.collapse_warning(
+            state.history, self.p.optimizer, self.p.learning_rate, int(step), self.p.num_train_steps
         )
+        if warning:
+            learning_check.log_warning(warning)
+            state.warnings.append({"step": int(step), "warning": warning})
+        self.write_results()
         writer.scalars(step, {k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         shown = self.task.headline_metrics(metrics)
         logging.info(
@@ -344,6 +365,29 @@ class _Finetuner:
             " new best" if improved else "",
         )
         return metrics
+
+    def write_results(self, final=False):
+        """eval_results.json: the best evaluation, the baselines, the comparison of the best
+        with the strongest baseline, warnings and the history (rewritten atomically). `final`
+        adds the end-of-run warning when the best did not beat the strongest baseline."""
+        state = self.state
+        result = learning_check.verdict(state.best, self.main_baselines)
+        warning = learning_check.verdict_warning(result, self.task.main_metric) if final else None
+        if warning and all(w["warning"] != warning for w in state.warnings):
+            learning_check.log_warning(warning)
+            state.warnings.append({"step": self.step, "warning": warning})
+        files.write_json(
+            os.path.join(self.p.output_dir, RESULTS_FILE),
+            {
+                "best": state.best,
+                "baselines": self.baselines,
+                "main_metric_baselines": self.main_baselines,
+                "baseline_verdict": result,
+                "warnings": state.warnings,
+                "history": state.history,
+            },
+        )
+        return result
 
     def save(self):
         step = self.step
@@ -463,6 +507,8 @@ class _Finetuner:
             # SQuAD v2's null-score threshold, is the chosen model's when it writes and exports.
             self.task.evaluate(predictions, "dev")
             self.task.write_predictions(predictions, "dev", p.output_dir)
+            results["baseline_verdict"] = self.write_results(final=True)
+        results["warnings"] = [w["warning"] for w in state.warnings]
         if "test" in self.task.loaded_splits:
             features = self.task.features("test")
             dataset = inputs.eval_dataset(

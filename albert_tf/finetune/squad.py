@@ -221,6 +221,30 @@ class SquadTask(FinetuneTask):
             "dev_first_words_f1": float(scores["f1"]),
         }
 
+    def main_metric_baselines(self):
+        dev = self.examples.get("dev")
+        if not dev:
+            return {}
+        # Empty answers score F1 0 on answerable questions and 100 on unanswerable ones.
+        empty = 100.0 * sum(bool(e.is_impossible) for e in dev) / len(dev)
+        values = {"trivial": empty if self.version_2 else 0.0}
+        first = self.baselines().get("dev_first_words_f1")
+        if first is not None:
+            values["strongest"] = {
+                "name": "the context's first words",
+                "value": first,
+            }
+        if self.version_2 and empty > values.get("strongest", {}).get("value", -1.0):
+            values["strongest"] = {"name": "an empty answer to every question", "value": empty}
+        return values
+
+    def constant_prediction(self, predictions):
+        answers = set(predictions["predictions"].values())
+        if len(answers) != 1 or len(predictions["predictions"]) < 2:
+            return None
+        answer = next(iter(answers))
+        return f"the answer {answer!r}" if answer else "an empty answer"
+
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):
         examples, features, d = self.examples[split], self.squad_features[split], self.data

@@ -14,6 +14,7 @@ entity F1 (token accuracy for a plain tag set such as POS tags). The export tags
 ('ner', 'token_classification')
 """
 
+import collections
 import dataclasses
 import os
 from typing import List, Optional
@@ -219,6 +220,26 @@ class TokenClassificationTask(FinetuneTask):
         return {
             f"dev_most_frequent_tag_{k}": scores[k] for k in ("f1", "token_accuracy") if k in scores
         }
+
+    def main_metric_baselines(self):
+        dev = self.sentences.get("dev")
+        if dev is None or dev.tags is None:
+            return {}
+        if self.main_metric == "f1":
+            trivial = 0.0  # tagging every word O finds no entity
+        else:
+            counts = collections.Counter(t for tags in dev.tags for t in tags)
+            trivial = max(counts.values()) / max(sum(counts.values()), 1)
+        values = {"trivial": trivial}
+        strongest = self.baselines().get(f"dev_most_frequent_tag_{self.main_metric}")
+        if strongest is not None:
+            name = "each word's most frequent training tag"
+            values["strongest"] = {"name": name, "value": strongest}
+        return values
+
+    def constant_prediction(self, predictions):
+        tags = {t for sentence in predictions["tags"] for t in sentence}
+        return f"tag {next(iter(tags))!r}" if len(tags) == 1 else None
 
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):

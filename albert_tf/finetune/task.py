@@ -90,6 +90,19 @@ class FinetuneTask(abc.ABC):
         eval_results.json beside the history."""
         return {}
 
+    def main_metric_baselines(self):
+        """The dev set's reference points on the main metric's scale: {"trivial": the score of
+        answering every example the same way (majority class, all-O, empty answers, one option
+        letter), "strongest": {"name", "value"} of the strongest simple baseline}; either key
+        may be missing. `albert_tf.finetune.learning_check` warns when a run stays at the
+        trivial score and reports whether it beat the strongest."""
+        return {}
+
+    def constant_prediction(self, predictions):
+        """What every example got when `predictions` (of `postprocess`) are all the same answer
+        ("label 'other'", "tag 'O'", "an empty answer"); None otherwise."""
+        return None
+
     @abc.abstractmethod
     def postprocess(self, outputs, split):
         """Predictions of `split`'s examples from the model's outputs on its features (NumPy,

@@ -29,13 +29,14 @@ from albert_tf.finetune.classification import (  # noqa: E402
     SentenceClassificationTask,
 )
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+from albert_tf.finetune.original_flags import CLASSIFIER  # noqa: E402
 
-define_finetune_flags(ClassificationData)
+define_finetune_flags(ClassificationData, CLASSIFIER)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):
-    return run_from_flags(argv, ClassificationData, SentenceClassificationTask)
+    return run_from_flags(argv, ClassificationData, SentenceClassificationTask, CLASSIFIER)
 
 
 if __name__ == "__main__":

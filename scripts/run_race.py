@@ -23,14 +23,15 @@ from absl import flags  # noqa: E402
 
 from albert_tf import cli, settings  # noqa: E402
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+from albert_tf.finetune.original_flags import RACE  # noqa: E402
 from albert_tf.finetune.race import RaceData, RaceTask  # noqa: E402
 
-define_finetune_flags(RaceData)
+define_finetune_flags(RaceData, RACE)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):
-    return run_from_flags(argv, RaceData, RaceTask)
+    return run_from_flags(argv, RaceData, RaceTask, RACE)
 
 
 if __name__ == "__main__":

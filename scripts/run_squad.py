@@ -24,14 +24,15 @@ from absl import flags  # noqa: E402
 
 from albert_tf import cli, settings  # noqa: E402
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+from albert_tf.finetune.original_flags import SQUAD  # noqa: E402
 from albert_tf.finetune.squad import SquadData, SquadTask  # noqa: E402
 
-define_finetune_flags(SquadData)
+define_finetune_flags(SquadData, SQUAD)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):
-    return run_from_flags(argv, SquadData, SquadTask)
+    return run_from_flags(argv, SquadData, SquadTask, SQUAD)
 
 
 if __name__ == "__main__":

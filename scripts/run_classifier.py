@@ -15,6 +15,8 @@ Every --save_checkpoints_steps steps the dev set is scored with the task's metri
 kept, saved as model.keras and, with --export_dir, exported for TF Serving. Re-running the same
 command after an interruption resumes where it stopped. Flags: albert_tf.finetune.params
 (training) and albert_tf.finetune.classification.ClassificationData (data).
+The original google-research/albert script's flags work too, with their meaning, or are refused
+naming what to use instead (albert_tf/finetune/original_flags.py; docs/finetune.md).
 """
 
 import os

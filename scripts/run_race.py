@@ -13,6 +13,8 @@ kept, saved as model.keras, used for the test predictions (predict_results.json)
 --export_dir, exported for TF Serving (article, question, options in; probabilities and the
 answer's index out). Re-running the same command after an interruption resumes where it stopped.
 Flags: albert_tf.finetune.params (training) and albert_tf.finetune.race.RaceData (data).
+The original google-research/albert script's flags work too, with their meaning, or are refused
+naming what to use instead (albert_tf/finetune/original_flags.py; docs/finetune.md).
 """
 
 import os

@@ -14,6 +14,8 @@ for TF Serving (raw question and context in, answer and character offsets out). 
 cached as TFRecords keyed by the settings (--feature_cache_dir). Re-running the same command
 after an interruption resumes where it stopped. Flags: albert_tf.finetune.params (training) and
 albert_tf.finetune.squad.SquadData (data).
+The original google-research/albert script's flags work too, with their meaning, or are refused
+naming what to use instead (albert_tf/finetune/original_flags.py; docs/finetune.md).
 """
 
 import os

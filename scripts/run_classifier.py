@@ -15,6 +15,8 @@ Every --save_checkpoints_steps steps the dev set is scored with the task's metri
 kept, saved as model.keras and, with --export_dir, exported for TF Serving. Re-running the same
 command after an interruption resumes where it stopped. Flags: albert_tf.finetune.params
 (training) and albert_tf.finetune.classification.ClassificationData (data).
+The original google-research/albert script's flags work too, with their meaning, or are refused
+naming what to use instead (albert_tf/finetune/original_flags.py; docs/finetune.md).
 """
 
 import os
@@ -29,13 +31,14 @@ from albert_tf.finetune.classification import (  # noqa: E402
     SentenceClassificationTask,
 )
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+from albert_tf.finetune.original_flags import CLASSIFIER  # noqa: E402
 
-define_finetune_flags(ClassificationData)
+define_finetune_flags(ClassificationData, CLASSIFIER)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):
-    return run_from_flags(argv, ClassificationData, SentenceClassificationTask)
+    return run_from_flags(argv, ClassificationData, SentenceClassificationTask, CLASSIFIER)
 
 
 if __name__ == "__main__":

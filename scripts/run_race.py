@@ -13,6 +13,8 @@ kept, saved as model.keras, used for the test predictions (predict_results.json)
 --export_dir, exported for TF Serving (article, question, options in; probabilities and the
 answer's index out). Re-running the same command after an interruption resumes where it stopped.
 Flags: albert_tf.finetune.params (training) and albert_tf.finetune.race.RaceData (data).
+The original google-research/albert script's flags work too, with their meaning, or are refused
+naming what to use instead (albert_tf/finetune/original_flags.py; docs/finetune.md).
 """
 
 import os
@@ -23,14 +25,15 @@ from absl import flags  # noqa: E402
 
 from albert_tf import cli, settings  # noqa: E402
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+from albert_tf.finetune.original_flags import RACE  # noqa: E402
 from albert_tf.finetune.race import RaceData, RaceTask  # noqa: E402
 
-define_finetune_flags(RaceData)
+define_finetune_flags(RaceData, RACE)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):
-    return run_from_flags(argv, RaceData, RaceTask)
+    return run_from_flags(argv, RaceData, RaceTask, RACE)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ for TF Serving (raw question and context in, answer and character offsets out). 
 cached as TFRecords keyed by the settings (--feature_cache_dir). Re-running the same command
 after an interruption resumes where it stopped. Flags: albert_tf.finetune.params (training) and
 albert_tf.finetune.squad.SquadData (data).
+The original google-research/albert script's flags work too, with their meaning, or are refused
+naming what to use instead (albert_tf/finetune/original_flags.py; docs/finetune.md).
 """
 
 import os
@@ -24,14 +26,15 @@ from absl import flags  # noqa: E402
 
 from albert_tf import cli, settings  # noqa: E402
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
+from albert_tf.finetune.original_flags import SQUAD  # noqa: E402
 from albert_tf.finetune.squad import SquadData, SquadTask  # noqa: E402
 
-define_finetune_flags(SquadData)
+define_finetune_flags(SquadData, SQUAD)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):
-    return run_from_flags(argv, SquadData, SquadTask)
+    return run_from_flags(argv, SquadData, SquadTask, SQUAD)
 
 
 if __name__ == "__main__":

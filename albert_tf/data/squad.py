@@ -142,6 +142,19 @@ def read_squad_examples(path, version_2_with_negative=False, labelled=True, skip
     return SquadExamples(examples, path, mismatched)
 
 
+def has_answers(path):
+    """Whether the SQuAD JSON file at `path` is labelled: some question has answers or is
+    marked impossible (a dev file), rather than none (a file to answer only).
+
+    Raises DataError as `read_squad_examples` for a file that is not SQuAD JSON.
+    """
+    return any(
+        bool(qa.get("answers")) or qa.get("is_impossible") is True
+        for _, _, qa in _questions(path, _parse_json(path))
+        if isinstance(qa, dict)
+    )
+
+
 def _parse_json(path):
     text = read_text(path)
     try:

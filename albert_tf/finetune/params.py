@@ -54,7 +54,8 @@ class FinetuneParams:
         "adamw",
         "adamw: bias-corrected AdamW (the default, chosen by the study in docs/finetune.md); "
         "adamw_original: the original's AdamWeightDecay (no bias correction, to reproduce the "
-        "paper); lamb: the original's LAMB. LayerNorm weights and biases get no weight decay.",
+        "paper; the original scripts' --optimizer=adamw is this one); lamb: the original's LAMB. "
+        "LayerNorm weights and biases get no weight decay.",
         choices=OPTIMIZERS,
     )
     learning_rate: float = setting(2e-5, "Peak learning rate (linear warmup, then linear decay).")
@@ -65,6 +66,11 @@ class FinetuneParams:
         "train_batch_size * epochs), as the original run_squad).",
     )
     warmup_steps: Optional[int] = setting(None, "Linear warmup steps (default 10% of training).")
+    warmup_proportion: Optional[float] = setting(
+        None,
+        "Instead of --warmup_steps: this fraction of the training steps (warmup = int(steps * "
+        "proportion), as the original run_squad); default 0.1.",
+    )
     classifier_dropout: float = setting(0.1, "Dropout before the task head.")
     albert_dropout: Optional[float] = setting(
         None,
@@ -140,6 +146,13 @@ def validate(params):
         raise InvalidFlagError(
             f"--warmup_steps must be in [0, --num_train_steps), got {p.warmup_steps}"
         )
+    if p.warmup_proportion is not None:
+        if p.warmup_steps is not None:
+            raise InvalidFlagError("give one of --warmup_steps and --warmup_proportion, not both")
+        if not 0.0 <= p.warmup_proportion < 1.0:
+            raise InvalidFlagError(
+                f"--warmup_proportion must be in [0, 1), got {p.warmup_proportion}"
+            )
     for flag in ("classifier_dropout", "albert_dropout"):
         value = getattr(p, flag)
         if value is not None and not 0.0 <= value < 1.0:

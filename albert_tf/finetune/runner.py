@@ -554,6 +554,25 @@ def _steps_from_epochs(params, task):
     return params
 
 
+def _warmup_from_proportion(params):
+    """`params` with warmup_steps from warmup_proportion (when given), once the steps are known.
+
+    >>> p = FinetuneParams(output_dir="o", preset="albert_tiny", warmup_proportion=0.25)
+    >>> _warmup_from_proportion(dataclasses.replace(p, num_train_steps=90)).warmup_steps
+    22
+    """
+    if params.warmup_proportion is None:
+        return params
+    warmup = int(params.num_train_steps * params.warmup_proportion)
+    logging.info(
+        "--warmup_proportion=%g of %d steps -> %d warmup steps",
+        params.warmup_proportion,
+        params.num_train_steps,
+        warmup,
+    )
+    return dataclasses.replace(params, warmup_steps=warmup, warmup_proportion=None)
+
+
 def run_finetuning(params, task, strategy=None):
     """Fine-tunes (or resumes fine-tuning) `task` as `params` say; returns a results dict.
 
@@ -601,7 +620,7 @@ def run_finetuning(params, task, strategy=None):
         if on
     ]
     task.load(wanted)
-    params = _steps_from_epochs(params, task)
+    params = _warmup_from_proportion(_steps_from_epochs(params, task))
     tf.io.gfile.makedirs(params.output_dir)
     params, previous_policy = apply_to_params(params, strategy)  # logs the choice
     try:

@@ -127,32 +127,38 @@ class SquadTask(FinetuneTask):
         self._vocab_size = SentencePieceTokenizer(spm_model, lower_case=lower_case).vocab_size
 
     def _path(self, split):
-        flag = {"train": "train_file", "dev": "predict_file"}.get(split)
-        if flag is None:
-            raise InvalidFlagError(
-                "SQuAD has a train file and a predict file: --do_predict "
-                "is not used (--predict_file is scored and answered)"
-            )
+        flag = "train_file" if split == "train" else "predict_file"
         path = getattr(self.data, flag)
         if not path:
             raise InvalidFlagError(f"--{flag} is required (its split is requested)")
         return path
 
     def load(self, splits):
+        """Reads "train" (--train_file) and, for "dev" or "test" (--do_eval or --do_predict,
+        as the original's --do_predict), --predict_file: "dev" when it has answers (scored
+        every checkpoint and answered), else "test" (answered with the best weights)."""
         cache_dir = self.data.feature_cache_dir or default_cache_dir()
-        for split in ("train", "dev", "test"):
-            if split not in splits:
-                continue
+        wanted = ["train"] if "train" in splits else []
+        if "dev" in splits or "test" in splits:
+            labelled = squad_data.has_answers(self._path("dev"))
+            if not labelled:
+                logging.info(
+                    "--predict_file=%s has no answers: it is answered, not scored",
+                    self.data.predict_file,
+                )
+            wanted.append("dev" if labelled else "test")
+        for split in wanted:
             path = self._path(split)
+            labelled = split != "test"
             skip = split == "train"  # dev keeps mismatched answers: their gold texts still score
             self.examples[split] = squad_data.read_squad_examples(
-                path, self.version_2, labelled=True, skip_mismatched=skip
+                path, self.version_2, labelled=labelled, skip_mismatched=skip
             )
             features = squad_data.cached_features(
                 path,
                 self.spm_model,
                 self.settings,
-                True,
+                labelled,
                 cache_dir,
                 version_2_with_negative=self.version_2,
                 skip_mismatched=skip,

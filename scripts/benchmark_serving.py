@@ -218,7 +218,8 @@ def main(argv):
 
     keras.utils.set_random_seed(0)
     texts = _texts(max(32 * FLAGS.throughput_batches, FLAGS.train_batch_size * 8))
-    fixed = AlbertPreprocessor(FLAGS.spm_model_file, seq_length=FLAGS.fixed_length)
+    # Hugging Face's TeX-quote rule, so that the ids compare with its AlbertTokenizer's.
+    fixed = AlbertPreprocessor(FLAGS.spm_model_file, seq_length=FLAGS.fixed_length, tex_quotes=True)
     lengths = fixed.token_lengths(texts).numpy()
     config = AlbertConfig.from_preset(FLAGS.preset, vocab_size=fixed.vocab_size)
     model = AlbertClassifier(AlbertModel(config), num_classes=2)

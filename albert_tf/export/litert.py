@@ -20,7 +20,7 @@ Register the latter in the interpreter (see `interpreter`):
 
 Text preprocessing (`LiteTextInputs`) gives `AlbertPreprocessor`'s ids with TFLite ops only
 (`albert_tf.export.litert_text`): `FastSentencepieceTokenizer` runs a copy of the SentencePiece
-model whose normalizer also does ALBERT's `preprocess_text` (whitespace, TeX quotes, NFKD
+model whose normalizer also does ALBERT's `preprocess_text` (whitespace, optionally TeX quotes, NFKD
 without combining marks, lowercase), then a table built from the vocabulary applies the
 digit-comma re-split ("9,000," -> "9", ",", "000", ",") to the ids. What still differs (a
 capital sigma ending the text, a Hangul syllable + final jamo, invalid UTF-8, ties between
@@ -74,11 +74,14 @@ class LiteTextInputs:
         if self.seq_length < 3:
             raise ValueError(f"seq_length must be >= 3, got {self.seq_length}")
         self.lower_case = preprocessor.lower_case
+        self.tex_quotes = preprocessor.tex_quotes
         self.truncation = preprocessor.truncation
         ids = preprocessor.special_ids
         self.cls_id, self.sep_id, self.pad_id = ids["cls_id"], ids["sep_id"], ids["pad_id"]
         self.sentencepiece = tft.FastSentencepieceTokenizer(
-            litert_text.compose_model_proto(preprocessor.model_proto, self.lower_case)
+            litert_text.compose_model_proto(
+                preprocessor.model_proto, self.lower_case, self.tex_quotes
+            )
         )
         self.digit_comma = litert_text.DigitCommaTable(preprocessor.model_proto)
         self.unk_id = SentencePieceTokenizer(preprocessor.model_proto).unk_id

@@ -4,16 +4,17 @@
 TFLite has no kernels for regular expressions or Unicode tables, so the two steps that the
 SavedModel runs with them move into data built at export time:
 
-1. `compose_model_proto`: ALBERT's `preprocess_text` (whitespace collapse, TeX quotes `` and
-   '' -> ", NFKD + drop combining marks, optional lowercase) is folded into the SentencePiece
-   model's own normalizer (its `precompiled_charsmap`, nmt_nfkc: a longest-match map from
-   character sequences to strings, which `FastSentencepieceTokenizer` applies). Every source of
-   the new map (each character that either step changes, each multi-character source of the
-   model's map, the two TeX quotes) maps to nmt_nfkc(preprocess_text(source)), whitespace to
-   " "; rules that the single-character ones already give are left out. Most of the model's
-   multi-character rules compose combining marks and go; its Hangul jamo compositions stay
-   (most of the size): 253 KB against nmt_nfkc's 240 KB for the demo vocabulary, built in about
-   a second; the FastBertNormalizer model it replaces took 254 KB.
+1. `compose_model_proto`: ALBERT's `preprocess_text` (whitespace collapse, optionally Hugging
+   Face's TeX quotes `` and '' -> ", NFKD + drop combining marks, optional lowercase) is folded
+   into the SentencePiece model's own normalizer (its `precompiled_charsmap`, nmt_nfkc: a
+   longest-match map from character sequences to strings, which `FastSentencepieceTokenizer`
+   applies). Every source of the new map (each character that either step changes, each
+   multi-character source of the model's map, the two TeX quotes when replaced) maps to
+   nmt_nfkc(preprocess_text(source)), whitespace to " "; rules that the single-character ones
+   already give are left out. Most of the model's multi-character rules compose combining marks
+   and go; its Hangul jamo compositions stay (most of the size): 253 KB against nmt_nfkc's
+   240 KB for the demo vocabulary, built in about a second; the FastBertNormalizer model it
+   replaces took 254 KB.
 2. `DigitCommaTable`: the digit-comma re-split ("▁9,000," -> "▁9", ",", "000", ",") is a
    function of the piece alone, so it becomes a table from piece id to replacement ids, applied
    to the ragged ids with gather, where and cumsum.
@@ -100,13 +101,14 @@ def _field_payload(message, number):
     return next((p for n, _, p in _fields(message) if n == number), b"")
 
 
-def _preprocessed(text, lower):
+def _preprocessed(text, lower, tex_quotes):
     """`preprocess_text` of a rule's source, with whitespace at its ends kept as one space (the
     text around it is not known)."""
     if text.isspace():
         return " "
     lead = " " if text[0].isspace() else ""
-    return lead + preprocess_text(text, lower=lower) + (" " if text[-1].isspace() else "")
+    body = preprocess_text(text, lower=lower, tex_quotes=tex_quotes)
+    return lead + body + (" " if text[-1].isspace() else "")
 
 
 def _sigma_rules(target):
@@ -136,11 +138,11 @@ def _sentencepiece():
     return spm
 
 
-def composed_rules(model_proto, lower=True):
+def composed_rules(model_proto, lower=True, tex_quotes=False):
     """The character map of `compose_model_proto`: {source: target} for every source of the
-    model's own map, every character that `preprocess_text` changes and the TeX quotes, where
-    target = nmt_nfkc(preprocess_text(source)); rules that the single-character ones already
-    give are left out."""
+    model's own map, every character that `preprocess_text` changes and (with `tex_quotes`)
+    the TeX quotes, where target = nmt_nfkc(preprocess_text(source)); rules that the
+    single-character ones already give are left out."""
     spm = _sentencepiece()
     nfkc = spm.SentencePieceNormalizer(
         model_proto=model_proto,
@@ -155,9 +157,10 @@ def composed_rules(model_proto, lower=True):
         sources.add("\u0130")  # lowercases to two characters: not in the table
     spaces = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
     sources.update(spaces)
-    sources.update(TEX_QUOTES)
+    if tex_quotes:
+        sources.update(TEX_QUOTES)
     sources = sorted(sources)
-    chars = {c: _preprocessed(c, lower) for c in sources if len(c) == 1}
+    chars = {c: _preprocessed(c, lower, tex_quotes) for c in sources if len(c) == 1}
     context = frozenset("`'" + _SIGMA + spaces)  # preprocess_text is per character but for these
 
     def preprocessed(source):
@@ -165,7 +168,7 @@ def composed_rules(model_proto, lower=True):
             return chars[source]
         if context.isdisjoint(source):
             return "".join([chars.get(c, c) for c in source])
-        return _preprocessed(source, lower)
+        return _preprocessed(source, lower, tex_quotes)
 
     targets = nfkc.Normalize([preprocessed(s) for s in sources])
     rules = {}
@@ -185,10 +188,11 @@ def composed_rules(model_proto, lower=True):
 
 
 @functools.lru_cache(maxsize=4)
-def compose_model_proto(model_proto, lower=True):
-    """A copy of the serialized SentencePiece model whose normalizer also does `preprocess_text`
-    (see the module docstring); the pieces and scores are unchanged."""
-    rules = composed_rules(model_proto, lower)
+def compose_model_proto(model_proto, lower=True, tex_quotes=False):
+    """A copy of the serialized SentencePiece model whose normalizer also does
+    `preprocess_text(text, lower, tex_quotes)` (see the module docstring); the pieces and scores
+    are unchanged."""
+    rules = composed_rules(model_proto, lower, tex_quotes)
     compiled = _sentencepiece().SentencePieceNormalizer(norm_map=sorted(rules.items()))
     charsmap = _field_payload(compiled.serialized_normalizer_spec(), _CHARSMAP)
     spec = _field_payload(model_proto, _NORMALIZER_SPEC)

@@ -201,7 +201,10 @@ def export_multiple_choice(
         )
     model = float32_copy(model)
     tokenizer = TextTokenizer(
-        preprocessor.model_proto, lower_case=preprocessor.lower_case, name="race_tokenizer"
+        preprocessor.model_proto,
+        lower_case=preprocessor.lower_case,
+        tex_quotes=preprocessor.tex_quotes,
+        name="race_tokenizer",
     )
     special = preprocessor.special_ids
     head = _head(model)

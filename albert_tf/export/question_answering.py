@@ -213,7 +213,9 @@ def _answer_body(model, tokenizer, settings, n_best_size, max_answer_length, nul
     def serve(question, context):
         batch = tf.size(context, out_type=tf.int64)
         query = tokenizer(question)[:, : settings.max_query_length]
-        split = graph_offsets.pieces_with_offsets(context, sentencepiece, lower)
+        split = graph_offsets.pieces_with_offsets(
+            context, sentencepiece, lower, tex_quotes=tokenizer.tex_quotes
+        )
         ids = split["pieces"].with_flat_values(
             tf.cast(sentencepiece.string_to_id(split["pieces"].flat_values), tf.int64)
         )
@@ -290,7 +292,11 @@ def _text_tokenizer(spm_model_or_tokenizer, settings):
             f"the tokenizer's lower_case={casing} differs from "
             f"settings.lower_case={settings.lower_case}"
         )
-    return TextTokenizer(model, lower_case=settings.lower_case)
+    return TextTokenizer(
+        model,
+        lower_case=settings.lower_case,
+        tex_quotes=getattr(tokenizer, "tex_quotes", False),
+    )
 
 
 def export_question_answerer(
@@ -353,6 +359,7 @@ def export_question_answerer(
         "doc_stride": settings.doc_stride,
         "max_query_length": settings.max_query_length,
         "lower_case": settings.lower_case,
+        "tex_quotes": tokenizer.tex_quotes,
         "n_best_size": int(n_best_size),
         "max_answer_length": int(max_answer_length),
         "null_threshold": float(null_threshold) if v2 else None,

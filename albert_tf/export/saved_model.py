@@ -280,6 +280,7 @@ def _description(kind, preprocessor, pair, signatures, **extra):
         "pair": pair,
         "seq_length": preprocessor.seq_length,
         "lower_case": preprocessor.lower_case,
+        "tex_quotes": preprocessor.tex_quotes,
         "truncation": preprocessor.truncation,
         "dynamic_padding": preprocessor.dynamic_padding,
         **extra,

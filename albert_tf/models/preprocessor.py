@@ -39,6 +39,8 @@ class AlbertPreprocessor(keras.layers.Layer):
         dynamic_padding: pad to the batch's longest sequence (rounded up to `bucket`) instead of
             `seq_length`.
         bucket: padded lengths are multiples of this with dynamic padding.
+        tex_quotes: replace the TeX quotes `` and '' with " while normalizing, as Hugging
+            Face's `AlbertTokenizer` does (False: the original ALBERT, which keeps them).
 
     Call with a string tensor [B], a list/tuple of one or two of them, or a dict with "text" and
     optionally "text_pair". Returns a dict of int32 [B, S] tensors.
@@ -57,6 +59,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         truncation="round_robin",
         dynamic_padding=False,
         bucket=8,
+        tex_quotes=False,
         **kwargs,
     ):
         kwargs.setdefault("trainable", False)
@@ -73,8 +76,11 @@ class AlbertPreprocessor(keras.layers.Layer):
         if not isinstance(bucket, int) or bucket < 1:
             raise ValueError(f"bucket must be a positive integer, got {bucket!r}")
         self.lower_case = bool(lower_case)
+        self.tex_quotes = bool(tex_quotes)
         # Read and checked from the path itself, so an error names the file.
-        python_tokenizer = SentencePieceTokenizer(spm_model, lower_case=self.lower_case)
+        python_tokenizer = SentencePieceTokenizer(
+            spm_model, lower_case=self.lower_case, tex_quotes=self.tex_quotes
+        )
         self.model_proto = python_tokenizer.model_proto
         self.source = python_tokenizer.source  # the .model path (None after from_config)
         self.seq_length = seq_length
@@ -89,7 +95,10 @@ class AlbertPreprocessor(keras.layers.Layer):
             "mask_id": python_tokenizer.mask_id,
         }
         self.tokenizer = TextTokenizer(
-            self.model_proto, lower_case=self.lower_case, name="tokenizer"
+            self.model_proto,
+            lower_case=self.lower_case,
+            tex_quotes=self.tex_quotes,
+            name="tokenizer",
         )
         self.packer = SegmentPacker(
             seq_length,
@@ -173,6 +182,7 @@ class AlbertPreprocessor(keras.layers.Layer):
             truncation=self.truncation,
             dynamic_padding=self.dynamic_padding,
             bucket=self.bucket,
+            tex_quotes=self.tex_quotes,
         )
         return config
 

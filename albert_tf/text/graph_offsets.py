@@ -14,7 +14,7 @@ SentencePiece recomposes) and for characters that NFKD turns into spaces (U+00A8
 LCS leaves characters unmatched and guesses their neighbours, while these spans follow the
 characters' true sources. Offsets assume valid UTF-8 (invalid bytes count as U+FFFD).
 
->>> out = normalize_with_sources(tf.constant(["  Caf\u00e9 ``ok''"]))
+>>> out = normalize_with_sources(tf.constant(["  Caf\u00e9 ``ok''"]), tex_quotes=True)
 >>> out["text"].numpy()[0].decode(), out["source_start"].to_list()[0]
 ('cafe "ok"', [2, 3, 4, 5, 6, 7, 9, 10, 11])
 """
@@ -110,8 +110,9 @@ def _decompose_with_sources(cp, start, end):
     return out, tf.gather(start, origin), tf.gather(end, origin)
 
 
-def normalize_with_sources(texts, lower=True):
-    """`graph_ops.normalize` of tf.string [B], with each output character's raw source span.
+def normalize_with_sources(texts, lower=True, tex_quotes=False):
+    """`graph_ops.normalize(texts, lower, tex_quotes)` of tf.string [B], with each output
+    character's raw source span.
 
     Returns a dict: `text` (tf.string [B], equal to `graph_ops.normalize`), `codepoints`
     (int32 ragged [B, (m)]), `source_start` / `source_end` (int64 ragged [B, (m)], character
@@ -121,7 +122,8 @@ def normalize_with_sources(texts, lower=True):
     cp = tf.strings.unicode_decode(texts, "UTF-8", errors="replace", replacement_char=0xFFFD)
     cp = tf.cast(cp, tf.int32)
     cp, start, end = _collapse_whitespace(cp)
-    cp, start, end = _tex_quotes(cp, start, end)
+    if tex_quotes:
+        cp, start, end = _tex_quotes(cp, start, end)
     cp, start, end = _decompose_with_sources(cp, start, end)
     if lower:
         cp = graph_ops._lowercase(cp)
@@ -215,14 +217,16 @@ def _split_digit_comma_with_sources(pieces, solid_counts, encode_as_pieces):
     return out, row_lengths
 
 
-def pieces_with_offsets(texts, sentencepiece, lower=True):
-    """SentencePiece pieces of `preprocess_text(texts)` (digit-comma rule applied, equal to
+def pieces_with_offsets(texts, sentencepiece, lower=True, tex_quotes=False):
+    """SentencePiece pieces of `preprocess_text(texts, lower, tex_quotes)` (digit-comma rule
+    applied, equal to
     `TextTokenizer.tokenize_to_pieces`) with their character spans in the RAW texts.
 
     Args:
       texts: tf.string [B].
       sentencepiece: a `tensorflow_text.SentencepieceTokenizer` with out_type=tf.string.
       lower: lowercase (the tokenizer's lower_case).
+      tex_quotes: Hugging Face's TeX-quote rule (the tokenizer's tex_quotes).
 
     Returns a dict of ragged [B, (pieces)]: `pieces` (tf.string), `start`, `end` (int64
     character offsets into the raw text, end exclusive: a piece's first to last non-space
@@ -239,7 +243,7 @@ def pieces_with_offsets(texts, sentencepiece, lower=True):
     ['H', 'H', 'i', 'C', 'a', 'f', 'é', '!']
     """
     texts = tf.convert_to_tensor(texts, tf.string)
-    normalized = normalize_with_sources(texts, lower)
+    normalized = normalize_with_sources(texts, lower, tex_quotes)
     pieces, byte_start, byte_end = sentencepiece.tokenize_with_offsets(normalized["text"])
     chars, solid = _piece_characters(normalized, byte_start, byte_end)
     solid_counts = solid.row_lengths()

@@ -118,10 +118,13 @@ def _lowercase(codepoints):
     return codepoints.with_flat_values(tf.where(final, _FINAL_SIGMA, lowered))
 
 
-def normalize(texts, lower=True):
-    """`preprocess_text` on a tf.string tensor [B] (returns tf.string [B]).
+def normalize(texts, lower=True, tex_quotes=False):
+    """`preprocess_text(text, lower, tex_quotes)` on a tf.string tensor [B] (returns tf.string [B]).
 
     >>> normalize(tf.constant(["  Le  ``Caf\u00e9''   CR\u00c8ME "])).numpy()[0].decode()
+    "le ``cafe'' creme"
+    >>> texts = tf.constant(["  Le  ``Caf\u00e9''   CR\u00c8ME "])
+    >>> normalize(texts, tex_quotes=True).numpy()[0].decode()
     'le "cafe" creme'
     """
     texts = tf.convert_to_tensor(texts, tf.string)
@@ -136,8 +139,9 @@ def normalize(texts, lower=True):
     space = unicode_tables.whitespace_class()
     texts = tf.strings.regex_replace(texts, f"^{space}+|{space}+$", "")
     texts = tf.strings.regex_replace(texts, f"{space}+", " ")
-    # One pass for both TeX quotes: the two replacements of preprocess_text cannot interact.
-    texts = tf.strings.regex_replace(texts, "``|''", '"')
+    if tex_quotes:
+        # One pass for both TeX quotes: the two replacements of preprocess_text cannot interact.
+        texts = tf.strings.regex_replace(texts, "``|''", '"')
     codepoints = _decompose(tf.strings.unicode_decode(texts, "UTF-8"))
     if lower:
         codepoints = _lowercase(codepoints)

@@ -98,7 +98,11 @@ class WordTokenizer:
         if hasattr(tokenizer, "tokenizer") and isinstance(tokenizer.tokenizer, TextTokenizer):
             tokenizer = tokenizer.tokenizer  # an AlbertPreprocessor
         if isinstance(tokenizer, SentencePieceTokenizer):
-            tokenizer = TextTokenizer(tokenizer.model_proto, lower_case=tokenizer.lower_case)
+            tokenizer = TextTokenizer(
+                tokenizer.model_proto,
+                lower_case=tokenizer.lower_case,
+                tex_quotes=tokenizer.tex_quotes,
+            )
         elif isinstance(tokenizer, (str, bytes, bytearray, os.PathLike)):
             tokenizer = TextTokenizer(
                 os.fspath(tokenizer) if isinstance(tokenizer, os.PathLike) else tokenizer,

@@ -34,13 +34,15 @@ class _StringLayer(keras.layers.Layer):
 class TextTokenizer(_StringLayer):
     """Raw text -> SentencePiece ids in-graph, equal to `SentencePieceTokenizer.encode_ids`.
 
-    ALBERT's `preprocess_text` (whitespace collapse, TeX quotes, NFKD without combining marks,
-    optional lowercase), SentencePiece (tensorflow-text, model bytes embedded), then the
-    digit-comma rule. Invalid UTF-8 becomes U+FFFD, as in the Python path.
+    ALBERT's `preprocess_text` (whitespace collapse, optionally Hugging Face's TeX quotes, NFKD
+    without combining marks, optional lowercase), SentencePiece (tensorflow-text, model bytes
+    embedded), then the digit-comma rule. Invalid UTF-8 becomes U+FFFD, as in the Python path.
 
     Args:
       spm_model_file_or_bytes: `.model` path (local or gs://) or serialized model bytes.
       lower_case: lowercase during preprocessing.
+      tex_quotes: replace the TeX quotes `` and '' with " as Hugging Face's `AlbertTokenizer`
+        does (False: the original ALBERT, which keeps them).
       model_proto_base64: the model as base64 text (what `get_config` stores), instead of the
         first argument.
 
@@ -54,7 +56,12 @@ class TextTokenizer(_StringLayer):
     """
 
     def __init__(
-        self, spm_model_file_or_bytes=None, lower_case=True, model_proto_base64=None, **kwargs
+        self,
+        spm_model_file_or_bytes=None,
+        lower_case=True,
+        model_proto_base64=None,
+        tex_quotes=False,
+        **kwargs,
     ):
         super().__init__(**kwargs)
         if (spm_model_file_or_bytes is None) == (model_proto_base64 is None):
@@ -66,6 +73,7 @@ class TextTokenizer(_StringLayer):
         # Checked here: tensorflow-text would fail later, in the graph, quoting the bytes.
         self.model_proto, _ = load_processor(spm_model_file_or_bytes)
         self.lower_case = bool(lower_case)
+        self.tex_quotes = bool(tex_quotes)
         self.sentencepiece = tft.SentencepieceTokenizer(model=self.model_proto, out_type=tf.string)
 
     def call(self, texts):
@@ -84,7 +92,7 @@ class TextTokenizer(_StringLayer):
             raise ValueError(
                 f"TextTokenizer expects texts of shape [batch] or [batch, 1], got {texts.shape}"
             )
-        normalized = graph_ops.normalize(texts, lower=self.lower_case)
+        normalized = graph_ops.normalize(texts, lower=self.lower_case, tex_quotes=self.tex_quotes)
         pieces = self.sentencepiece.tokenize(normalized)
         return graph_ops.split_digit_comma(pieces, self.sentencepiece.tokenize)
 
@@ -99,6 +107,7 @@ class TextTokenizer(_StringLayer):
         config = super().get_config()
         config.update(
             lower_case=self.lower_case,
+            tex_quotes=self.tex_quotes,
             model_proto_base64=base64.b64encode(self.model_proto).decode("ascii"),
         )
         return config

@@ -4,6 +4,8 @@ The in-graph twin lives in `albert_tf.text.graph_ops.normalize` and is pinned to
 tests/text/test_text_parity.py.
 
 >>> preprocess_text("  Le  ``Café''   CRÈME ")
+"le ``cafe'' creme"
+>>> preprocess_text("  Le  ``Café''   CRÈME ", tex_quotes=True)
 'le "cafe" creme'
 """
 
@@ -28,24 +30,32 @@ def to_text(text):
     raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
 
 
-def preprocess_text(text, lower=True):
+def preprocess_text(text, lower=True, tex_quotes=False):
     """ALBERT's `tokenization.preprocess_text`, in this order:
 
     1. collapse whitespace runs (anything `str.isspace`) to one space and strip the ends;
-    2. replace the TeX quotes `` and '' with ";
+    2. only with `tex_quotes`: replace the TeX quotes `` and '' with " (left to right, all ``
+       first);
     3. NFKD-normalize and drop every character with a non-zero canonical combining class
        (`unicodedata.combining`), which strips accents;
     4. lowercase with `str.lower` when `lower` is true.
 
+    Step 2 is not in the original ALBERT's `preprocess_text`; it is the rule of Hugging Face's
+    `AlbertTokenizer` (taken from XLNet's), so `tex_quotes=True` gives the text that tokenizer
+    feeds to SentencePiece.
+
     Args:
       text: `str` or UTF-8 `bytes`; invalid UTF-8 sequences become U+FFFD (see `to_text`).
       lower: lowercase the result (the released English ALBERT models are uncased).
+      tex_quotes: replace the TeX quotes as Hugging Face's `AlbertTokenizer` does (False: the
+        original ALBERT, which keeps them).
 
     >>> preprocess_text("Ça\\tva ?", lower=False)
     'Ca va ?'
     """
     text = " ".join(to_text(text).strip().split())
-    text = text.replace("``", '"').replace("''", '"')
+    if tex_quotes:
+        text = text.replace("``", '"').replace("''", '"')
     if not text.isascii():  # ASCII is NFKD-invariant and has no combining characters
         text = unicodedata.normalize("NFKD", text)
         text = "".join(c for c in text if not unicodedata.combining(c))

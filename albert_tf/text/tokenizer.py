@@ -123,6 +123,8 @@ class SentencePieceTokenizer:
     Args:
       model_file_or_bytes: path (local or gs://) of a `.model` file, or its serialized bytes.
       lower_case: lowercase during preprocessing (True for the released uncased English models).
+      tex_quotes: replace the TeX quotes `` and '' with " during preprocessing, as Hugging Face's
+        `AlbertTokenizer` does (False: the original ALBERT's `preprocess_text`).
 
     Example:
     >>> tok = SentencePieceTokenizer("30k-clean.model")
@@ -133,9 +135,10 @@ class SentencePieceTokenizer:
     (0, 1, 2, 3, 4)
     """
 
-    def __init__(self, model_file_or_bytes, lower_case=True):
+    def __init__(self, model_file_or_bytes, lower_case=True, tex_quotes=False):
         self.model_proto, self._sp = load_processor(model_file_or_bytes)
         self.lower_case = bool(lower_case)
+        self.tex_quotes = bool(tex_quotes)
         # The file it was read from (None for bytes): what vocabulary errors name.
         self.source = (
             None
@@ -160,8 +163,8 @@ class SentencePieceTokenizer:
         return self._sp.GetPieceSize()
 
     def preprocess(self, text):
-        """`preprocess_text(text, lower=self.lower_case)`."""
-        return preprocess_text(text, lower=self.lower_case)
+        """`preprocess_text(text, lower=self.lower_case, tex_quotes=self.tex_quotes)`."""
+        return preprocess_text(text, lower=self.lower_case, tex_quotes=self.tex_quotes)
 
     def encode_pieces(self, text):
         """Raw text -> list of pieces (preprocessing, SentencePiece, digit-comma rule)."""

@@ -62,18 +62,20 @@ def stress_model(tmp_path_factory):
         return f.read()
 
 
+@pytest.mark.parametrize("tex_quotes", [False, True])
 @pytest.mark.parametrize("lower", [True, False])
-def test_composed_normalizer_is_preprocess_text_then_nmt_nfkc(stress_model, lower):
+def test_composed_normalizer_is_preprocess_text_then_nmt_nfkc(stress_model, lower, tex_quotes):
     import sentencepiece as spm
 
-    proto = litert_text.compose_model_proto(stress_model, lower)
+    proto = litert_text.compose_model_proto(stress_model, lower, tex_quotes)
     # The map stays about the size of nmt_nfkc's (it replaces it in the file).
     assert litert_text.charsmap_size(proto) < 1.1 * litert_text.charsmap_size(stress_model)
     flags = dict(add_dummy_prefix=True, remove_extra_whitespaces=True, escape_whitespaces=True)
     composed = spm.SentencePieceNormalizer(model_proto=proto, **flags)
     own = spm.SentencePieceNormalizer(model_proto=stress_model, **flags)
     for text in STRESS + [FINAL_SIGMA + " x"]:
-        assert composed.Normalize(text) == own.Normalize(preprocess_text(text, lower)), text
+        expected = own.Normalize(preprocess_text(text, lower, tex_quotes))
+        assert composed.Normalize(text) == expected, text
     # The documented differences: (composed, reference).
     differences = {HANGUL_PLUS_JAMO: ("\u2581\uac00\u11a8", "\u2581\uac01")}
     if lower:
@@ -130,11 +132,12 @@ def test_litert_file_gives_the_preprocessors_ids(stress_preprocessor):
     assert got == want
 
 
+@pytest.mark.parametrize("tex_quotes", [False, True])
 @pytest.mark.parametrize("lower", [True, False])
-def test_token_agreement_on_the_stress_texts(stress_model, lower):
+def test_token_agreement_on_the_stress_texts(stress_model, lower, tex_quotes):
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    pre = AlbertPreprocessor(stress_model, lower_case=lower, seq_length=64)
+    pre = AlbertPreprocessor(stress_model, lower_case=lower, seq_length=64, tex_quotes=tex_quotes)
     assert litert.token_agreement(pre, STRESS) == 1.0
     # The documented difference shows in the ids too (this vocabulary has both sigmas).
     assert litert.token_agreement(pre, [FINAL_SIGMA]) == (0.0 if lower else 1.0)

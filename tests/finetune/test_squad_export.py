@@ -73,13 +73,17 @@ FRESH_PROCESS = textwrap.dedent("""
 """)
 
 
-def test_normalized_text_and_piece_offsets_equal_the_python_path(spm_model_file):
-    python = SentencePieceTokenizer(spm_model_file)
-    layer = TextTokenizer(spm_model_file)
+@pytest.mark.parametrize("tex_quotes", [False, True])
+def test_normalized_text_and_piece_offsets_equal_the_python_path(spm_model_file, tex_quotes):
+    python = SentencePieceTokenizer(spm_model_file, tex_quotes=tex_quotes)
+    layer = TextTokenizer(spm_model_file, tex_quotes=tex_quotes)
     texts = tf.constant(OFFSET_TEXTS)
-    normalized = normalize_with_sources(texts)
-    assert normalized["text"].numpy().tolist() == graph_ops.normalize(texts).numpy().tolist()
-    out = pieces_with_offsets(texts, layer.sentencepiece)
+    normalized = normalize_with_sources(texts, tex_quotes=tex_quotes)
+    assert (
+        normalized["text"].numpy().tolist()
+        == graph_ops.normalize(texts, tex_quotes=tex_quotes).numpy().tolist()
+    )
+    out = pieces_with_offsets(texts, layer.sentencepiece, tex_quotes=tex_quotes)
     aligned = 0
     for i, text in enumerate(OFFSET_TEXTS):
         pieces = [p.decode() for p in out["pieces"][i].numpy()]
@@ -90,10 +94,15 @@ def test_normalized_text_and_piece_offsets_equal_the_python_path(spm_model_file)
             assert out["end"][i].numpy().tolist() == alignment.piece_end_char, text
             aligned += 1
     assert aligned == len(OFFSET_TEXTS) - 2  # all but "" and "   "
-    sources = normalize_with_sources(tf.constant(["a  ``b''\u00e9"]))
-    assert sources["text"].numpy()[0].decode() == 'a "b"e'
-    assert sources["source_start"].to_list() == [[0, 1, 3, 5, 6, 8]]
-    assert sources["source_end"].to_list() == [[1, 2, 5, 6, 8, 9]]
+    sources = normalize_with_sources(tf.constant(["a  ``b''\u00e9"]), tex_quotes=tex_quotes)
+    if tex_quotes:  # each quote pair becomes one '"' spanning both characters
+        assert sources["text"].numpy()[0].decode() == 'a "b"e'
+        assert sources["source_start"].to_list() == [[0, 1, 3, 5, 6, 8]]
+        assert sources["source_end"].to_list() == [[1, 2, 5, 6, 8, 9]]
+    else:
+        assert sources["text"].numpy()[0].decode() == "a ``b''e"
+        assert sources["source_start"].to_list() == [[0, 1, 3, 4, 5, 6, 7, 8]]
+        assert sources["source_end"].to_list() == [[1, 2, 4, 5, 6, 7, 8, 9]]
 
 
 def _model(kind, vocab_size):

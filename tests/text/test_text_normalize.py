@@ -13,31 +13,34 @@ def as_bytes(text):
 
 
 @pytest.mark.parametrize(
-    "text, lower, expected",
+    "text, lower, tex_quotes, expected",
     [
-        ("  Le  ``Caf\u00e9''   CR\u00c8ME ", True, 'le "cafe" creme'),
-        ("  Le  ``Caf\u00e9''   CR\u00c8ME ", False, 'Le "Cafe" CREME'),
-        ("```x''''", False, '"`x""'),  # left-to-right, `` before ''
-        ("\uff07\uff07", False, "''"),  # fullwidth quotes become '' after the replacement
-        ("\u2028a\x1cb\x85c\u3000", True, "a b c"),  # str.isspace separators
-        ("a\u200bb", True, "a\u200bb"),  # zero-width space is not whitespace
-        ("\ufb01 \u2460\u00b2 \u00bd", True, "fi 12 1\u20442"),  # compatibility decompositions
-        ("\u0130stanbul", True, "istanbul"),  # NFKD splits the dot off before lower
+        ("  Le  ``Caf\u00e9''   CR\u00c8ME ", True, False, "le ``cafe'' creme"),  # the original
+        ("  Le  ``Caf\u00e9''   CR\u00c8ME ", True, True, 'le "cafe" creme'),
+        ("  Le  ``Caf\u00e9''   CR\u00c8ME ", False, True, 'Le "Cafe" CREME'),
+        ("```x''''", False, True, '"`x""'),  # left-to-right, `` before ''
+        ("```x''''", False, False, "```x''''"),
+        ("\uff07\uff07", False, True, "''"),  # fullwidth quotes become '' after the replacement
+        ("\u2028a\x1cb\x85c\u3000", True, False, "a b c"),  # str.isspace separators
+        ("a\u200bb", True, False, "a\u200bb"),  # zero-width space is not whitespace
+        ("\ufb01 \u2460\u00b2 \u00bd", True, False, "fi 12 1\u20442"),  # NFKD compatibility
+        ("\u0130stanbul", True, False, "istanbul"),  # NFKD splits the dot off before lower
         (
             "\u039f\u0394\u039f\u03a3 \u03a3\u0391\u03a3 \u03a3",
             True,
+            False,
             "\u03bf\u03b4\u03bf\u03c2 \u03c3\u03b1\u03c2 \u03c3",
         ),
-        ("\ud55c", True, "\u1112\u1161\u11ab"),  # Hangul syllable -> jamo
-        ("\u00a8x", True, " x"),  # spacing diaeresis -> space + mark
-        (b"caf\xc3\xa9 \xff", True, "cafe \ufffd"),
-        ("a\ud800b", True, "a\ufffd\ufffd\ufffdb"),  # lone surrogate: U+FFFD per byte
-        ("", True, ""),
-        (" \t\n ", True, ""),
+        ("\ud55c", True, False, "\u1112\u1161\u11ab"),  # Hangul syllable -> jamo
+        ("\u00a8x", True, False, " x"),  # spacing diaeresis -> space + mark
+        (b"caf\xc3\xa9 \xff", True, False, "cafe \ufffd"),
+        ("a\ud800b", True, False, "a\ufffd\ufffd\ufffdb"),  # lone surrogate: U+FFFD per byte
+        ("", True, False, ""),
+        (" \t\n ", True, False, ""),
     ],
 )
-def test_preprocess_text_hand_derived(text, lower, expected):
-    assert preprocess_text(text, lower=lower) == expected
+def test_preprocess_text_hand_derived(text, lower, tex_quotes, expected):
+    assert preprocess_text(text, lower=lower, tex_quotes=tex_quotes) == expected
 
 
 def test_to_text_rejects_other_types():
@@ -51,13 +54,15 @@ def test_regex_class_ranges():
     assert bounds.tolist() == [1, 4, 7, 8]
 
 
+@pytest.mark.parametrize("tex_quotes", [False, True])
 @pytest.mark.parametrize("lower", [True, False])
-def test_graph_normalize_equals_python_on_torture(torture_texts, lower):
+def test_graph_normalize_equals_python_on_torture(torture_texts, lower, tex_quotes):
     out = graph_ops.normalize(
-        tf.constant([as_bytes(t) for t in torture_texts]), lower=lower
+        tf.constant([as_bytes(t) for t in torture_texts]), lower=lower, tex_quotes=tex_quotes
     ).numpy()
     for text, got in zip(torture_texts, out):
-        assert got.decode("utf-8") == preprocess_text(text, lower=lower), repr(text)[:80]
+        expected = preprocess_text(text, lower=lower, tex_quotes=tex_quotes)
+        assert got.decode("utf-8") == expected, repr(text)[:80]
 
 
 def test_graph_normalize_equals_python_on_every_codepoint():

@@ -14,10 +14,11 @@ def as_bytes(text):
     return text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
 
 
+@pytest.mark.parametrize("tex_quotes", [False, True])
 @pytest.mark.parametrize("lower_case", [True, False])
-def test_torture_set_same_ids(spm_model_file, torture_texts, lower_case):
-    py = SentencePieceTokenizer(spm_model_file, lower_case=lower_case)
-    graph = TextTokenizer(spm_model_file, lower_case=lower_case)
+def test_torture_set_same_ids(spm_model_file, torture_texts, lower_case, tex_quotes):
+    py = SentencePieceTokenizer(spm_model_file, lower_case=lower_case, tex_quotes=tex_quotes)
+    graph = TextTokenizer(spm_model_file, lower_case=lower_case, tex_quotes=tex_quotes)
     got = graph(tf.constant([as_bytes(t) for t in torture_texts]))
     assert got.dtype == tf.int32
     for text, ids in zip(torture_texts, got.to_list()):

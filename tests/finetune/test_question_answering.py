@@ -188,7 +188,7 @@ def test_question_answerer_logits_and_loss():
 def test_question_answerer_fits_a_tiny_batch():
     keras.utils.set_random_seed(0)
     model = AlbertQuestionAnswerer(AlbertModel(_config()))
-    model.compile(learning_rate=1e-3, warmup_ratio=0.0)
+    model.compile(learning_rate=1e-2, warmup_ratio=0.0)
     labels = {k: LABELS[k] for k in ("start_positions", "end_positions")}
     dataset = tf.data.Dataset.from_tensors((_inputs(), labels))  # one batch per epoch
     losses = model.fit(dataset, epochs=8, verbose=0).history["loss"]
@@ -272,7 +272,7 @@ def test_v2_loss_is_the_originals():
 def test_v2_fit_then_predict():
     keras.utils.set_random_seed(0)
     model = AlbertSquadV2Model(AlbertModel(_config()), start_n_top=3, end_n_top=2)
-    model.compile(learning_rate=1e-3, warmup_ratio=0.0)
+    model.compile(learning_rate=1e-2, warmup_ratio=0.0)
     inputs = _inputs()  # no start_positions: fit takes them from the labels
     history = model.fit(inputs, LABELS, batch_size=B, epochs=8, verbose=0)
     losses = history.history["loss"]

@@ -69,7 +69,10 @@ TASKS = {
             "--feature_cache_dir={data}/squad_cache",
         ],
     ),
-    "race": ("run_race.py", ["--data_dir={data}/race", "--max_seq_length=128"]),
+    "race": (
+        "run_race.py",
+        ["--data_dir={data}/race", "--max_seq_length=128", "--max_qa_length=64"],
+    ),
 }
 
 FLAGS = flags.FLAGS

@@ -150,3 +150,66 @@ def test_batch_not_divisible_is_refused():
     dataset = tf.data.Dataset.from_tensors((x, y))
     with pytest.raises(ValueError, match="gradient_accumulation_steps=3 does not divide"):
         model.fit(dataset, epochs=1, steps_per_epoch=1, verbose=0)
+
+
+_MIRRORED = """
+import json, sys
+from albert_tf.train.strategy import configure_logical_cpus, create_strategy
+configure_logical_cpus(2)
+import numpy as np, tensorflow as tf
+sys.path.insert(0, "tests/finetune")
+from test_gradient_accumulation import _inputs, _models, AlbertClassifier
+
+rng = np.random.default_rng(5)
+x, y = _inputs(rng), rng.integers(0, 3, size=8).astype("int32")
+mirrored = create_strategy("mirrored", logical_cpus=2)
+out = {}
+for clip in (None, 0.05):
+    runs = {}
+    with mirrored.scope():
+        runs["mirrored_1"], runs["mirrored_4"] = _models(AlbertClassifier, 4, "adamw",
+                                                         global_clipnorm=clip)
+    runs["one_device_1"], _ = _models(AlbertClassifier, 4, "adamw", global_clipnorm=clip)
+    for model in runs.values():
+        model.set_weights(runs["one_device_1"].get_weights())
+        for _ in range(2):
+            model.train_on_batch(x, y)
+    reference = runs["one_device_1"].get_weights()
+    out[str(clip)] = {
+        name: max(float(np.abs(a - b).max()) for a, b in zip(reference, model.get_weights()))
+        for name, model in runs.items()
+    }
+    out[str(clip)]["moved"] = max(
+        float(np.abs(a - b).max()) for a, b in zip(reference, _models(AlbertClassifier, 1,
+                                                   "adamw")[0].get_weights()))
+    a, b = runs["mirrored_1"].get_weights(), runs["mirrored_4"].get_weights()
+    out[str(clip)]["mirrored_4_vs_1"] = max(float(np.abs(u - v).max()) for u, v in zip(a, b))
+print(json.dumps(out))
+"""
+
+
+def test_mirrored_two_cpus():
+    """MirroredStrategy over 2 logical CPUs (a subprocess: devices are set before TF starts):
+    4 accumulation steps of 1 row per replica make the update of the 8-row batch; without
+    clipping it equals one device's."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run(
+        [sys.executable, "-c", _MIRRORED],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=600,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=root),
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    diffs = json.loads(result.stdout.strip().splitlines()[-1])
+    print(diffs)
+    for clip in ("None", "0.05"):
+        assert diffs[clip]["mirrored_4_vs_1"] < 1e-6
+        assert diffs[clip]["moved"] > 1e-4
+    assert diffs["None"]["mirrored_4"] < 1e-6

@@ -11,6 +11,10 @@ median step time. Configurations:
     albert_tf+recompute   AlbertModel(config, recompute=True)
     keras-hub             keras_hub.models.AlbertBackbone with the same shapes (skipped with a
                           message if keras_hub is not installed: the `bench` extra)
+    classifier            a fine-tuning step of AlbertClassifier (`train_on_batch`: AdamW,
+                          clipping) with compile(gradient_accumulation_steps=
+                          --gradient_accumulation_steps): --batch_size is the batch of one
+                          update, run as micro-batches of batch_size / N
 
 The table gives each one's figures and ratios to albert_tf without recompute.
 
@@ -18,6 +22,8 @@ The table gives each one's figures and ratios to albert_tf without recompute.
         --batch_size=2 --seq_length=512 --steps=2
     python scripts/benchmark_memory.py --preset=albert_tiny --layers=2 --batch_size=2 \\
         --seq_length=32 --steps=1     # a smoke run
+    python scripts/benchmark_memory.py --preset=albert_base_v2 --layers=12 --batch_size=128 \\
+        --gradient_accumulation_steps=16 --seq_length=512 --steps=1 --configurations=classifier
 """
 
 import importlib.util
@@ -48,12 +54,16 @@ flags.DEFINE_integer(
 flags.DEFINE_float("dropout", 0.1, "Hidden and attention dropout.")
 flags.DEFINE_bool("jit_compile", False, "XLA-compile the step.")
 flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"], "Keras dtype policy.")
-flags.DEFINE_enum(
-    "child", None, ["albert_tf", "albert_tf+recompute", "keras-hub"], "Internal: run one."
+flags.DEFINE_integer(
+    "gradient_accumulation_steps", 1, "Micro-batches per update (classifier only).", lower_bound=1
 )
 
-CONFIGURATIONS = ("albert_tf", "albert_tf+recompute", "keras-hub")
-BASELINE = "albert_tf"
+CONFIGURATIONS = ("albert_tf", "albert_tf+recompute", "keras-hub", "classifier")
+flags.DEFINE_list(
+    "configurations", ",".join(CONFIGURATIONS[:3]), f"Which to run, of {', '.join(CONFIGURATIONS)}."
+)
+flags.DEFINE_enum("child", None, list(CONFIGURATIONS), "Internal: run one.")
+BASELINE = "albert_tf"  # ratios are to it when it runs
 
 
 def _rss_bytes():
@@ -105,7 +115,6 @@ def _model_and_inputs(name, config, batch_size, seq_length, dtype):
 
 def run_child(name):
     """Runs one configuration in this process and prints its figures as one JSON line."""
-    import tensorflow as tf
 
     from albert_tf.config import AlbertConfig
 
@@ -115,7 +124,48 @@ def run_child(name):
         hidden_dropout_prob=FLAGS.dropout,
         attention_probs_dropout_prob=FLAGS.dropout,
     )
-    model, inputs = _model_and_inputs(name, config, FLAGS.batch_size, FLAGS.seq_length, FLAGS.dtype)
+    model, inputs = _model_and_inputs(
+        "albert_tf" if name == "classifier" else name,
+        config,
+        FLAGS.batch_size,
+        FLAGS.seq_length,
+        FLAGS.dtype,
+    )
+    if name == "classifier":
+        step = _classifier_step(model, inputs)
+
+    else:
+        step = _backbone_step(model)
+    before = _rss_bytes()
+    seconds = []
+    for _ in range(FLAGS.steps):
+        start = time.perf_counter()
+        float(step(inputs))
+        seconds.append(time.perf_counter() - start)
+    print(json.dumps({"before": before, "peak": _peak_rss_bytes(), "seconds": seconds}))
+
+
+def _classifier_step(backbone, inputs):
+    """A fine-tuning step (train_on_batch) of an AlbertClassifier on `backbone`; its variables
+    and the optimizer's exist before the first step."""
+    import numpy as np
+
+    from albert_tf.models.classifier import AlbertClassifier
+
+    model = AlbertClassifier(backbone, num_classes=3)
+    model.compile(
+        precision=FLAGS.dtype,
+        jit_compile=FLAGS.jit_compile,
+        num_train_steps=10,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+    )
+    model.build_optimizer()
+    labels = np.arange(FLAGS.batch_size, dtype="int32") % 3
+    return lambda inputs: model.train_on_batch(inputs, labels, return_dict=True)["loss"]
+
+
+def _backbone_step(model):
+    import tensorflow as tf
 
     @tf.function(jit_compile=FLAGS.jit_compile)
     def step(inputs):
@@ -128,13 +178,7 @@ def run_child(name):
             variable.assign_sub(1e-4 * tf.cast(tf.convert_to_tensor(grad), variable.dtype))
         return loss
 
-    before = _rss_bytes()
-    seconds = []
-    for _ in range(FLAGS.steps):
-        start = time.perf_counter()
-        float(step(inputs))
-        seconds.append(time.perf_counter() - start)
-    print(json.dumps({"before": before, "peak": _peak_rss_bytes(), "seconds": seconds}))
+    return step
 
 
 def _measure(name):
@@ -144,7 +188,16 @@ def _measure(name):
         return None
     passed = [
         f"--{f}={getattr(FLAGS, f)}"
-        for f in ("preset", "layers", "batch_size", "seq_length", "steps", "dropout", "dtype")
+        for f in (
+            "preset",
+            "layers",
+            "batch_size",
+            "seq_length",
+            "steps",
+            "dropout",
+            "dtype",
+            "gradient_accumulation_steps",
+        )
     ]
     passed.append(f"--jit_compile={FLAGS.jit_compile}")
     command = [sys.executable, os.path.abspath(__file__), f"--child={name}"] + passed
@@ -196,7 +249,10 @@ def main(argv):
         return
     load_before = os.getloadavg()
     results = {}
-    for name in CONFIGURATIONS:
+    unknown = sorted(set(FLAGS.configurations) - set(CONFIGURATIONS))
+    if unknown:
+        raise SystemExit(f"--configurations: unknown {', '.join(unknown)}")
+    for name in FLAGS.configurations:
         figures = _measure(name)
         if figures:
             results[name] = figures
@@ -204,7 +260,8 @@ def main(argv):
     print(
         f"{FLAGS.preset} shapes, {FLAGS.layers} layers, batch {FLAGS.batch_size} x seq "
         f"{FLAGS.seq_length}, {FLAGS.dtype}, dropout {FLAGS.dropout}, jit_compile="
-        f"{FLAGS.jit_compile}, training step (forward, backward, SGD), {FLAGS.steps} steps, "
+        f"{FLAGS.jit_compile}, training step (forward, backward, SGD; classifier: AdamW, "
+        f"{FLAGS.gradient_accumulation_steps} micro-batch(es) per update), {FLAGS.steps} steps, "
         f"one process per configuration; {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, "
         f"{load_after[0]:.1f} after\n"

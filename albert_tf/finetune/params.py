@@ -48,7 +48,16 @@ class FinetuneParams:
         True, "Score the dev set every --save_checkpoints_steps and at the end."
     )
     do_predict: bool = setting(False, "Predict the test set.")
-    train_batch_size: int = setting(32, "Global training batch size.")
+    train_batch_size: int = setting(
+        32, "Global training batch size: the examples of one optimizer update."
+    )
+    gradient_accumulation_steps: int = setting(
+        1,
+        "Split each training batch into N micro-batches of train_batch_size / N examples run "
+        "one after the other, and make one optimizer update of their gradients (the update of the "
+        "whole batch, in the memory of one micro-batch). Steps, schedule and intervals count "
+        "updates.",
+    )
     eval_batch_size: int = setting(32, "Evaluation and prediction batch size.")
     optimizer: str = setting(
         "adamw",
@@ -128,6 +137,7 @@ def validate(params):
         )
     for flag in (
         "train_batch_size",
+        "gradient_accumulation_steps",
         "eval_batch_size",
         "num_train_steps",
         "save_checkpoints_steps",
@@ -136,6 +146,11 @@ def validate(params):
     ):
         if getattr(p, flag) < 1:
             raise InvalidFlagError(f"--{flag} must be >= 1, got {getattr(p, flag)}")
+    if p.train_batch_size % p.gradient_accumulation_steps:
+        raise InvalidFlagError(
+            f"--gradient_accumulation_steps={p.gradient_accumulation_steps} must divide "
+            f"--train_batch_size={p.train_batch_size}"
+        )
     if p.num_train_epochs is not None and not p.num_train_epochs > 0:
         raise InvalidFlagError(f"--num_train_epochs must be > 0, got {p.num_train_epochs}")
     if not p.learning_rate > 0:

@@ -271,6 +271,7 @@ class _Finetuner:
                 global_clipnorm=p.clip_norm,
                 steps_per_execution=p.steps_per_execution,
                 precision=p.precision,
+                gradient_accumulation_steps=p.gradient_accumulation_steps,
                 jit_compile=p.jit_compile and not self.tpu,  # TPUStrategy compiles the step
             )
             self.model.build_optimizer()
@@ -405,14 +406,18 @@ class _Finetuner:
                 "Step %d >= --num_train_steps=%d: training is complete", step, p.num_train_steps
             )
             return
+        replicas = self.strategy.num_replicas_in_sync
+        accumulation = p.gradient_accumulation_steps
         logging.info(
-            "Training steps %d -> %d: %d training rows, batch %d on %d replica(s), "
-            "evaluation and checkpoint every %d steps",
+            "Training steps %d -> %d: %d training rows, effective batch %d (micro-batch %d x "
+            "%d accumulation step(s) x %d replica(s)), evaluation and checkpoint every %d steps",
             step,
             p.num_train_steps,
             len(self.train_features),
             p.train_batch_size,
-            self.strategy.num_replicas_in_sync,
+            p.train_batch_size // (accumulation * replicas),
+            accumulation,
+            replicas,
             p.save_checkpoints_steps,
         )
         timer = summaries.StepTimer(start)  # the latest chunk's pace
@@ -601,6 +606,12 @@ def run_finetuning(params, task, strategy=None):
                 f"--{flag}={getattr(params, flag)} is not divisible by the "
                 f"{replicas} replicas of --strategy={params.strategy}"
             )
+    if params.train_batch_size % (replicas * params.gradient_accumulation_steps):
+        raise InvalidFlagError(
+            f"--train_batch_size={params.train_batch_size} is not divisible by "
+            f"--gradient_accumulation_steps={params.gradient_accumulation_steps} x the "
+            f"{replicas} replicas of --strategy={params.strategy}"
+        )
     # Seed before any tokenizer exists: tf.random.set_seed clears TF's kernel cache, which
     # deletes the SentencePiece resources of tokenizers created earlier.
     keras.utils.set_random_seed(params.seed)

@@ -18,6 +18,7 @@ rates or small batches (google-research/albert #197, #207; keras-hub #831): keep
 
 import dataclasses
 import math
+import numbers
 
 import keras
 import tensorflow as tf
@@ -26,6 +27,7 @@ from absl import logging
 from albert_tf.layers.encoder import stacked_axes
 from albert_tf.models import model_dir
 from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
+from albert_tf.optim.clipping import to_dense
 from albert_tf.optim.optimizers import OPTIMIZERS, create_optimizer
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 
@@ -178,6 +180,7 @@ class AlbertHeadModel(keras.Model):
         )
         self._auto_compile = None
         self._auto_steps_pending = False
+        self.gradient_accumulation_steps = 1
         self.build()
 
     def build(self, input_shape=None):
@@ -255,6 +258,7 @@ class AlbertHeadModel(keras.Model):
         weight_decay_rate=0.01,
         global_clipnorm=1.0,
         precision="auto",
+        gradient_accumulation_steps=1,
         **kwargs,
     ):
         """`keras.Model.compile` with fine-tuning defaults for "auto" arguments.
@@ -267,10 +271,25 @@ class AlbertHeadModel(keras.Model):
         Keras name) is used as given. loss/metrics="auto": the subclass's
         defaults. precision: "auto" (`albert_tf.precision`'s choice for this machine, logged),
         "float32" or "mixed_bfloat16": the compute dtype the model runs in from now on (its
-        float32-pinned layers stay float32); without `jit_compile`, XLA follows the choice. Other
-        keyword arguments (steps_per_execution, jit_compile, ...) go to Keras.
+        float32-pinned layers stay float32); without `jit_compile`, XLA follows the choice.
+        gradient_accumulation_steps=N (any optimizer): each training batch is split into N
+        micro-batches run one after the other, and their gradients make ONE optimizer update
+        equal to that of the whole batch (see `train_step`); the batch size must be a multiple
+        of N (per replica). Other keyword arguments (steps_per_execution, jit_compile, ...) go
+        to Keras.
         """
         from albert_tf.precision import resolve as resolve_precision
+
+        if (
+            isinstance(gradient_accumulation_steps, bool)
+            or not isinstance(gradient_accumulation_steps, numbers.Integral)
+            or gradient_accumulation_steps < 1
+        ):
+            raise ValueError(
+                "gradient_accumulation_steps must be an integer >= 1, got "
+                f"{gradient_accumulation_steps!r}"
+            )
+        self.gradient_accumulation_steps = int(gradient_accumulation_steps)
 
         jit = kwargs.get("jit_compile", "auto")
         choice = resolve_precision(
@@ -292,6 +311,7 @@ class AlbertHeadModel(keras.Model):
                 weight_decay_rate=weight_decay_rate,
                 global_clipnorm=global_clipnorm,
                 precision=choice.policy,
+                gradient_accumulation_steps=gradient_accumulation_steps,
                 **kwargs,
             )
             optimizer = default_optimizer(
@@ -345,6 +365,84 @@ class AlbertHeadModel(keras.Model):
         return super().fit(
             x, y, batch_size=batch_size, epochs=epochs, steps_per_epoch=steps_per_epoch, **kwargs
         )
+
+    # ------------------------------------------------------------------ gradient accumulation
+    def micro_batch_weights(self, y, sample_weight):
+        """The weight of each micro-batch's loss in an accumulated update: float32 [N], summing
+        to 1, from the labels (and sample weights) split as [N, micro-batch, ...].
+
+        A loss that is a mean over the examples of its micro-batch gets 1/N each (the mean of N
+        equal-sized means is the mean over the whole batch). A subclass whose loss divides by
+        another count (`AlbertTokenClassifier`: the labelled positions) weights each micro-batch
+        by its share of that count, so the update is still the whole batch's.
+        """
+        del sample_weight
+        n = tf.shape(keras.tree.flatten(y)[0])[0]
+        return tf.fill([n], 1.0 / tf.cast(n, tf.float32))
+
+    def train_step(self, data):
+        """Keras' step, or with `gradient_accumulation_steps=N` > 1: the batch (per replica)
+        split into N micro-batches, each run forward and backward in turn inside one
+        `tf.while_loop` (so only one micro-batch's activations are alive at a time), their
+        gradients summed with the weights of `micro_batch_weights`, then ONE `apply_gradients`
+        (one all-reduce across replicas, clipping of the accumulated gradient, one step of the
+        schedule and of `optimizer.iterations`). Metrics are updated per micro-batch (means
+        over examples or positions, so they equal those of the whole batch)."""
+        steps = self.gradient_accumulation_steps
+        if steps == 1:
+            return super().train_step(data)
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        rows = tf.shape(keras.tree.flatten(x)[0])[0]
+        static_rows = keras.tree.flatten(x)[0].shape[0]
+        if static_rows is not None and static_rows % steps:
+            raise ValueError(
+                f"gradient_accumulation_steps={steps} does not divide the batch of {static_rows} "
+                "rows (per replica)"
+            )
+
+        def split(t):
+            if t is None:
+                return None
+            shape = tf.shape(t)
+            return tf.reshape(t, tf.concat([[steps, shape[0] // steps], shape[1:]], 0))
+
+        micro_x, micro_y, micro_weight = keras.tree.map_structure(
+            split, (x, y, sample_weight), none_is_leaf=True
+        )
+        weights = tf.cast(self.micro_batch_weights(micro_y, micro_weight), tf.float32)
+        variables = self.trainable_weights
+        no_gradient = []  # filled while tracing the loop body
+
+        def body(k, gradients, total_loss):
+            pick = lambda t: None if t is None else t[k]  # noqa: E731
+            xk, yk, wk = keras.tree.map_structure(
+                pick, (micro_x, micro_y, micro_weight), none_is_leaf=True
+            )
+            with tf.GradientTape() as tape:
+                y_pred = self(xk, training=True)
+                loss = self.compute_loss(xk, yk, y_pred, wk, training=True)
+                weighted = loss * tf.cast(weights[k], loss.dtype)
+                scaled = self.optimizer.scale_loss(weighted)
+            grads = tape.gradient(scaled, variables)
+            no_gradient[:] = [g is None for g in grads]
+            self.compute_metrics(xk, yk, y_pred, wk)  # updates their states
+            gradients = [
+                acc if g is None else acc + tf.cast(to_dense(g), acc.dtype)
+                for acc, g in zip(gradients, grads)
+            ]
+            return k + 1, gradients, total_loss + tf.cast(weighted, tf.float32)
+
+        _, gradients, loss = tf.while_loop(
+            lambda k, *_: k < steps,
+            body,
+            (tf.constant(0), [tf.zeros(v.shape, v.dtype) for v in variables], tf.constant(0.0)),
+            parallel_iterations=1,
+        )
+        gradients = [None if none else g for g, none in zip(gradients, no_gradient)]
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync  # the loss is 1/replicas
+        self._loss_tracker.update_state(loss * replicas, sample_weight=rows)
+        self.optimizer.apply_gradients(zip(gradients, variables))
+        return self.get_metrics_result()
 
     def train_on_batch(self, *args, **kwargs):
         self.build_optimizer()

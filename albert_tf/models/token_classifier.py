@@ -24,6 +24,7 @@ TensorShape([1, 4, 3])
 import warnings
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from albert_tf.models.head_model import AlbertHeadModel
@@ -91,3 +92,21 @@ class AlbertTokenClassifier(AlbertHeadModel):
 
     def default_metrics(self):
         return [TokenAccuracy(name="accuracy")]
+
+    def micro_batch_weights(self, y, sample_weight):
+        """Each micro-batch's share of the labelled positions (times their sample weights): the
+        default loss divides by that count, so an accumulated update equals the whole batch's
+        even when the micro-batches hold different numbers of labelled positions."""
+        counts = tf.cast(tf.not_equal(y, IGNORE), tf.float32)
+        if sample_weight is not None:
+            weight = tf.cast(sample_weight, tf.float32)
+            weight = tf.reshape(
+                weight,
+                tf.concat(
+                    [tf.shape(weight), tf.ones([counts.shape.rank - weight.shape.rank], tf.int32)],
+                    0,
+                ),
+            )
+            counts = counts * weight
+        counts = tf.reduce_sum(tf.reshape(counts, [tf.shape(counts)[0], -1]), axis=1)
+        return tf.math.divide_no_nan(counts, tf.reduce_sum(counts))

@@ -40,3 +40,24 @@ def test_validation_names_the_flag():
         InvalidFlagError, match="--steps_per_execution=3 must divide --save_checkpoints_steps=1000"
     ):
         validate(FinetuneParams(output_dir="/tmp/x", preset="albert_tiny", steps_per_execution=3))
+
+
+@pytest.mark.parametrize(
+    "steps, batch, message",
+    [
+        (0, 32, "--gradient_accumulation_steps must be >= 1, got 0"),
+        (-1, 32, "--gradient_accumulation_steps must be >= 1, got -1"),
+        (3, 32, "--gradient_accumulation_steps=3 must divide --train_batch_size=32"),
+    ],
+)
+def test_gradient_accumulation_steps_validated(steps, batch, message):
+    params = FinetuneParams(
+        output_dir="/tmp/x",
+        preset="albert_tiny",
+        train_batch_size=batch,
+        gradient_accumulation_steps=steps,
+    )
+    with pytest.raises(InvalidFlagError, match=message):
+        validate(params)
+    params.gradient_accumulation_steps = 4
+    validate(params)  # 32 = 4 micro-batches of 8

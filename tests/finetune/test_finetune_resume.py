@@ -99,3 +99,53 @@ def test_rerun_of_a_finished_run_changes_nothing(tmp_path, corpus_file, spm_mode
     assert "training is complete" in again.stderr and "already exported" in again.stderr
     assert json.load(open(os.path.join(out, "eval_results.json"))) == history
     assert sorted(os.listdir(serving)) == ["1"]
+
+
+def test_resume_with_gradient_accumulation(tmp_path, corpus_file, spm_model_file):
+    """--gradient_accumulation_steps=2: steps count updates, SIGTERM + resume is exact, and the
+    run equals (float tolerance, dropout off) the run with whole batches."""
+    paths, _ = write_tsv_splits(str(tmp_path), corpus_file)
+    common = dict(
+        num_train_steps=6,
+        save_checkpoints_steps=2,
+        keep_checkpoint_max=10,
+        albert_dropout=0.0,
+        classifier_dropout=0.0,
+        train_batch_size=4,
+        precision="float32",
+    )
+    directories = {k: str(tmp_path / k) for k in ("whole", "reference", "interrupted")}
+    whole = script(
+        "run_classifier.py", classifier_flags(paths, spm_model_file, directories["whole"], **common)
+    )
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    common["gradient_accumulation_steps"] = 2
+    done = script(
+        "run_classifier.py",
+        classifier_flags(paths, spm_model_file, directories["reference"], **common),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "effective batch 4 (micro-batch 2 x 2 accumulation step(s) x 1 replica(s))" in (
+        done.stderr
+    )
+    args = classifier_flags(paths, spm_model_file, directories["interrupted"], **common)
+    code, log = _run_until(args, "ckpt-2", signal.SIGTERM)
+    assert code == 143, log[-3000:]
+    finished = script("run_classifier.py", args)
+    assert finished.returncode == 0 and "Resuming from" in finished.stderr, finished.stderr[-3000:]
+
+    results = {
+        k: json.load(open(os.path.join(d, "eval_results.json"))) for k, d in directories.items()
+    }
+    assert [h["step"] for h in results["reference"]["history"]] == [2, 4, 6]
+    assert results["interrupted"] == results["reference"]
+    final = {
+        k: checkpoint_values(os.path.join(d, "checkpoints", "ckpt-6"))
+        for k, d in directories.items()
+    }
+    assert sorted(final["reference"]) == sorted(final["interrupted"]) == sorted(final["whole"])
+    for name, value in final["reference"].items():
+        np.testing.assert_array_equal(final["interrupted"][name], value, err_msg=name)
+        if "iterations" in name:
+            assert int(value) == 6  # updates, not micro-batches
+        np.testing.assert_allclose(final["whole"][name], value, atol=2e-5, err_msg=name)

@@ -503,6 +503,7 @@ class _Finetuner:
             "history": state.history,
             "model": self.model,
             "output_dir": p.output_dir,
+            "main_metric_baselines": self.main_baselines,
         }
         if self.dev is not None:  # the chosen model's dev predictions, as files
             predictions = self.best_dev_predictions
@@ -583,7 +584,8 @@ def run_finetuning(params, task, strategy=None):
 
     Keys: global_step, best ({"step", "metric", "value"} or None), history (one dict per
     evaluation), model (the keras.Model with the best weights loaded), output_dir, export (the
-    SavedModel version path, with `export_dir`).
+    SavedModel version path, with `export_dir`), main_metric_baselines and baseline_verdict
+    (`albert_tf.finetune.learning_check`), warnings (texts).
 
     Raises InvalidFlagError (settings, naming the flag), DataError / FileNotFoundError (data,
     naming the file and line), StrategyError, and Preempted after saving a checkpoint on SIGTERM

@@ -141,11 +141,13 @@ def _export_backbone(write_warmup):
     from albert_tf.models import model_dir
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    spm = FLAGS.spm_model_file or model_dir.spm_model_path(FLAGS.pretrained_dir)
-    if spm is None:
+    if not (FLAGS.spm_model_file or model_dir.spm_model_path(FLAGS.pretrained_dir)):
         cli.fail("--spm_model_file is required: the pretrained dir has no spm.model")
-    preprocessor = AlbertPreprocessor(
-        spm, lower_case=FLAGS.do_lower_case, seq_length=FLAGS.max_seq_length or 128
+    preprocessor = AlbertPreprocessor.from_pretrained(  # with the dir's text settings
+        FLAGS.pretrained_dir,
+        FLAGS.spm_model_file,
+        lower_case=FLAGS.do_lower_case,
+        seq_length=FLAGS.max_seq_length or 128,
     )
     return export_backbone(
         model_dir.load_backbone(FLAGS.pretrained_dir),

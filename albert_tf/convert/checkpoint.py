@@ -12,6 +12,10 @@ beside the backbone directory that `albert_tf.models.model_dir.save` writes (con
 backbone.weights.h5, optionally spm.model), so `AlbertClassifier.from_pretrained(directory)` can
 also start from it. Fine-tuned SQuAD heads (`AlbertQuestionAnswerer`, `AlbertSquadV2Model`) also
 convert to and from the original's TF1 checkpoints (run_squad_v1.py / run_squad_v2.py).
+
+An albert_tf directory records the text settings its ids follow (text.json, see
+`albert_tf.models.model_dir`): tex_quotes=True when converted from Hugging Face (its
+`AlbertTokenizer` replaces `` and '' by "), False from the original's checkpoints.
 """
 
 import os
@@ -66,9 +70,9 @@ def load_head_model(path):
     return model
 
 
-def save_head_model(model, directory, spm_model_file=None):
+def save_head_model(model, directory, spm_model_file=None, tex_quotes=False):
     """Writes a head model as `directory/model.keras` plus its backbone directory, as one
-    directory written whole (`model_dir.save`)."""
+    directory written whole (`model_dir.save`, which records `tex_quotes`)."""
     from albert_tf.models import model_dir
 
     model_dir.save(
@@ -76,6 +80,7 @@ def save_head_model(model, directory, spm_model_file=None):
         directory,
         spm_model_file=spm_model_file,
         extra_files={HEAD_MODEL_FILE: model.save},
+        tex_quotes=tex_quotes,
     )
     logging.info(
         "Saved %s (%s and its backbone) to %s", type(model).__name__, HEAD_MODEL_FILE, directory
@@ -147,9 +152,10 @@ def read_model(source_format, path, config_file=None, ignore_variables=()):
     raise ValueError(f"Unknown source format {source_format!r}; expected one of {SOURCE_FORMATS}")
 
 
-def write_model(model, target_format, output_dir, spm_model_file=None):
-    """Writes `model` (a pretrainer or a head model) as an albert_tf directory, an HF directory
-    or (pretrainers and SQuAD models) an original TF1 checkpoint."""
+def write_model(model, target_format, output_dir, spm_model_file=None, tex_quotes=False):
+    """Writes `model` (a pretrainer or a head model) as an albert_tf directory (recording
+    `tex_quotes`, see `albert_tf.models.model_dir.save`), an HF directory or (pretrainers and
+    SQuAD models) an original TF1 checkpoint."""
     from albert_tf.convert.huggingface import head_model_to_huggingface, to_huggingface
     from albert_tf.convert.original import head_model_to_original, to_original
     from albert_tf.models.head_model import AlbertHeadModel
@@ -163,7 +169,7 @@ def write_model(model, target_format, output_dir, spm_model_file=None):
         raise ValueError("spm_model_file is stored with target_format='albert_tf' only")
     if isinstance(model, AlbertHeadModel):
         if target_format == "albert_tf":
-            save_head_model(model, output_dir, spm_model_file=spm_model_file)
+            save_head_model(model, output_dir, spm_model_file, tex_quotes)
         elif target_format == "huggingface":
             head_model_to_huggingface(model, output_dir)
         elif isinstance(model, (AlbertQuestionAnswerer, AlbertSquadV2Model)):
@@ -177,7 +183,7 @@ def write_model(model, target_format, output_dir, spm_model_file=None):
     elif target_format == "albert_tf":
         from albert_tf.models import model_dir
 
-        model_dir.save(model, output_dir, spm_model_file=spm_model_file)
+        model_dir.save(model, output_dir, spm_model_file=spm_model_file, tex_quotes=tex_quotes)
     elif target_format == "huggingface":
         to_huggingface(model, output_dir)
     else:
@@ -207,7 +213,9 @@ def convert_checkpoint(
             flag="--spm_model_file",
             model=config_file or input_path,
         )
-    write_model(model, target_format, output_dir, spm_model_file)
+    # Hugging Face's AlbertTokenizer replaces `` and '' by ": a model from there expects that.
+    tex_quotes = source_format == "huggingface"
+    write_model(model, target_format, output_dir, spm_model_file, tex_quotes)
     logging.info(
         "Converted %s (%s) to %s (%s)", input_path, source_format, output_dir, target_format
     )

@@ -271,6 +271,7 @@ class FeatureSettings:
     doc_stride: int = 128
     max_query_length: int = 64
     lower_case: bool = True
+    tex_quotes: bool = False  # Hugging Face's rule: `` and '' become " (SentencePieceTokenizer)
 
     def __post_init__(self):
         if self.max_query_length < 1 or self.doc_stride < 1:
@@ -331,13 +332,15 @@ class PieceAlignment:
         return self.tok_to_piece[first], self.tok_to_piece[last]
 
 
-def align_pieces(context, pieces, lower_case=True):
+def align_pieces(context, pieces, lower_case=True, tex_quotes=False):
     """Aligns `pieces` (of `context`, with "▁" word starts) to the characters of `context`.
 
     The original ALBERT alignment: an LCS over characters of the detokenised pieces ("▁" as a
     space) and the context (each character preprocessed alone), restricted to a band of
     ``|n - m| + 5`` around the diagonal, widened once to twice that when fewer than 80% of
-    the context's characters match. Returns None when the alignment still fails.
+    the context's characters match. Returns None when the alignment still fails. With
+    `tex_quotes` the pieces come from text whose `` and '' became " (`preprocess_text`): each
+    such pair is one character, as in `albert_tf.text.graph_offsets`.
 
     >>> alignment = align_pieces("Café  au lait", ["\u2581cafe", "\u2581au", "\u2581la", "it"])
     >>> alignment.piece_start_char, alignment.piece_end_char
@@ -350,15 +353,22 @@ def align_pieces(context, pieces, lower_case=True):
         tok_to_piece.extend([index] * len(piece))
         tok_ends.append(len(tok_to_piece) - 1)
     normalized = [_normalized_char(c, lower_case) for c in context]
+    pairs = _tex_quote_pairs(context) if tex_quotes else ()
+    for i in pairs:  # the pair's '"' on its first character, nothing on its second
+        normalized[i], normalized[i + 1] = '"', ""
     matched = _character_alignment(normalized, tok_text)
     if matched is None:
         return None
     orig_to_tok, tok_to_orig = matched
+    for i in pairs:
+        orig_to_tok[i + 1] = orig_to_tok[i]
     n = len(context)
     starts, ends = [], []
     for tok_start, tok_end in zip(tok_starts, tok_ends):
         start = _nearest_index(tok_to_orig, tok_start, n, is_start=True)
         end = _nearest_index(tok_to_orig, tok_end, n, is_start=False) + 1
+        if end - 1 in pairs:
+            end += 1
         end = max(end, start)
         trimmed_start, trimmed_end = start, end
         while trimmed_start < trimmed_end and context[trimmed_start].isspace():
@@ -370,6 +380,21 @@ def align_pieces(context, pieces, lower_case=True):
         starts.append(start)
         ends.append(end)
     return PieceAlignment(starts, ends, orig_to_tok, tok_to_piece)
+
+
+def _tex_quote_pairs(context):
+    """First indices of the `` and '' pairs that `preprocess_text(tex_quotes=True)` replaces
+    (each found left to right without overlaps)."""
+    pairs = set()
+    for quote in "`'":
+        i = 0
+        while i < len(context) - 1:
+            if context[i] == context[i + 1] == quote:
+                pairs.add(i)
+                i += 2
+            else:
+                i += 1
+    return pairs
 
 
 def _character_alignment(normalized, tok_text):
@@ -550,8 +575,8 @@ def build_features(examples, tokenizer, settings=FeatureSettings(), labelled=Tru
 
     Args:
         examples: `SquadExample`s (e.g. from `read_squad_examples`).
-        tokenizer: a `SentencePieceTokenizer` whose lower_case is `settings.lower_case`, or a
-            SentencePiece model path.
+        tokenizer: a `SentencePieceTokenizer` whose lower_case and tex_quotes are the
+            settings', or a SentencePiece model path.
         settings: a `FeatureSettings`.
         labelled: build start/end/is_impossible labels from the examples' answers (an
             example without a span label, unanswerable or kept with a mismatched answer,
@@ -575,7 +600,7 @@ def build_features(examples, tokenizer, settings=FeatureSettings(), labelled=Tru
         if context[0] != example.context_text:
             context = (
                 example.context_text,
-                _context_pieces(example.context_text, tokenizer, settings.lower_case),
+                _context_pieces(example.context_text, tokenizer, settings),
             )
         windows = _example_windows(example, context[1], tokenizer, settings, labelled)
         if windows is None:
@@ -619,12 +644,15 @@ def _tokenizer(tokenizer, settings):
     from albert_tf.text.tokenizer import SentencePieceTokenizer
 
     if not hasattr(tokenizer, "encode_pieces"):
-        return SentencePieceTokenizer(tokenizer, lower_case=settings.lower_case)
-    if tokenizer.lower_case != settings.lower_case:
-        raise ValueError(
-            f"the tokenizer's lower_case={tokenizer.lower_case} differs from "
-            f"settings.lower_case={settings.lower_case}"
+        return SentencePieceTokenizer(
+            tokenizer, lower_case=settings.lower_case, tex_quotes=settings.tex_quotes
         )
+    for name in ("lower_case", "tex_quotes"):
+        if getattr(tokenizer, name) != getattr(settings, name):
+            raise ValueError(
+                f"the tokenizer's {name}={getattr(tokenizer, name)} differs from "
+                f"settings.{name}={getattr(settings, name)}"
+            )
     return tokenizer
 
 
@@ -642,10 +670,10 @@ def _answer_pieces(example, alignment):
     return alignment.pieces_of_span(start, end) if start < end else None
 
 
-def _context_pieces(context, tokenizer, lower_case):
+def _context_pieces(context, tokenizer, settings):
     """(piece ids, `PieceAlignment`) of a context, or None when the alignment fails."""
     pieces = tokenizer.encode_pieces(context)
-    alignment = align_pieces(context, pieces, lower_case)
+    alignment = align_pieces(context, pieces, settings.lower_case, settings.tex_quotes)
     return None if alignment is None else ([tokenizer.piece_to_id(p) for p in pieces], alignment)
 
 

@@ -358,6 +358,7 @@ def _preprocessor(spm_model_or_preprocessor, settings):
         spm_model_or_preprocessor,
         lower_case=settings.lower_case,
         seq_length=settings.max_seq_length,
+        tex_quotes=settings.tex_quotes,
     )
 
 
@@ -532,6 +533,7 @@ def export_finetuned(
         "max_query_length": settings.max_query_length,
         "max_windows": int(max_windows),
         "lower_case": settings.lower_case,
+        "tex_quotes": settings.tex_quotes,
         "null_threshold": task.null_threshold if task.version_2 else None,
         "eval_examples": len(dev),
         "reference": "the float32 SavedModel QA export, export_question_answerer",

@@ -286,17 +286,14 @@ def _text_tokenizer(spm_model_or_tokenizer, settings):
         model = tokenizer.model_proto
     else:
         model = tokenizer
-    casing = getattr(tokenizer, "lower_case", settings.lower_case)
-    if casing != settings.lower_case:
-        raise ValueError(
-            f"the tokenizer's lower_case={casing} differs from "
-            f"settings.lower_case={settings.lower_case}"
-        )
-    return TextTokenizer(
-        model,
-        lower_case=settings.lower_case,
-        tex_quotes=getattr(tokenizer, "tex_quotes", False),
-    )
+    for name in ("lower_case", "tex_quotes"):
+        value = getattr(tokenizer, name, getattr(settings, name))
+        if value != getattr(settings, name):
+            raise ValueError(
+                f"the tokenizer's {name}={value} differs from "
+                f"settings.{name}={getattr(settings, name)}"
+            )
+    return TextTokenizer(model, lower_case=settings.lower_case, tex_quotes=settings.tex_quotes)
 
 
 def export_question_answerer(
@@ -319,7 +316,7 @@ def export_question_answerer(
             it (`SentencePieceTokenizer`, `TextTokenizer`, `AlbertPreprocessor`).
         export_dir: base directory (local or gs://); versions are integer subdirectories.
         settings: the `FeatureSettings` of training (window length, stride, question length,
-            casing).
+            casing, TeX quotes).
         n_best_size: v1: starts and ends kept per window (the original's flag).
         max_answer_length: longest answer in pieces.
         null_threshold: v2: a question whose null score is above it gets "".

@@ -199,7 +199,9 @@ class SentenceClassificationTask(FinetuneTask):
     def loaded_splits(self):
         return tuple(self.splits)
 
-    def configure_text(self, spm_model, lower_case=True, seq_length=512, static_shapes=False):
+    def configure_text(
+        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+    ):
         if static_shapes and self.data.dynamic_padding:
             raise InvalidFlagError(
                 "--dynamic_padding needs dynamic shapes: not with --strategy=tpu"
@@ -210,6 +212,7 @@ class SentenceClassificationTask(FinetuneTask):
             seq_length=seq_length,
             truncation=self.data.truncation,
             dynamic_padding=self.data.dynamic_padding,
+            tex_quotes=tex_quotes,
         )
 
     def load(self, splits):

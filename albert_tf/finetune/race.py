@@ -108,7 +108,9 @@ class RaceTask(FinetuneTask):
     def loaded_splits(self):
         return tuple(self.examples)
 
-    def configure_text(self, spm_model, lower_case=True, seq_length=512, static_shapes=False):
+    def configure_text(
+        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+    ):
         if self.data.high_only and self.data.middle_only:
             raise InvalidFlagError("--high_only and --middle_only exclude each other")
         try:
@@ -119,14 +121,16 @@ class RaceTask(FinetuneTask):
                 f"--max_seq_length - 3 = {seq_length - 3}]"
             ) from None
         self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=seq_length
+            spm_model, lower_case=lower_case, seq_length=seq_length, tex_quotes=tex_quotes
         )
 
     def load(self, splits):
         if not self.data.data_dir:
             raise InvalidFlagError("--data_dir is required (the RACE download root)")
         tokenizer = SentencePieceTokenizer(
-            self.preprocessor.model_proto, lower_case=self.preprocessor.lower_case
+            self.preprocessor.model_proto,
+            lower_case=self.preprocessor.lower_case,
+            tex_quotes=self.preprocessor.tex_quotes,
         )
         seq_length = self.preprocessor.seq_length
         for split in ("train", "dev", "test"):

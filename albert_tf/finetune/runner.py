@@ -121,6 +121,25 @@ def resolve_vocabulary(params, config):
     return path
 
 
+def text_settings(params):
+    """{"tex_quotes": bool} of the run: what the --init_checkpoint directory records
+    (`albert_tf.models.model_dir.text_settings`: True for a model converted from Hugging Face),
+    the defaults for a --preset."""
+    from albert_tf.models import model_dir
+
+    if not params.init_checkpoint:
+        return dict(model_dir.DEFAULT_TEXT_SETTINGS)
+    try:
+        settings = model_dir.text_settings(params.init_checkpoint)
+    except model_dir.ModelDirectoryError as e:
+        raise InvalidFlagError(f"--init_checkpoint: {e}") from None
+    if settings != model_dir.DEFAULT_TEXT_SETTINGS:
+        logging.info(
+            "--init_checkpoint=%s records the text settings %s", params.init_checkpoint, settings
+        )
+    return settings
+
+
 def _load_config(params):
     from albert_tf.config import AlbertConfig, list_presets
     from albert_tf.models import model_dir
@@ -622,6 +641,7 @@ def run_finetuning(params, task, strategy=None):
         lower_case=params.do_lower_case,
         seq_length=params.max_seq_length,
         static_shapes=strategy_lib.is_tpu(strategy),
+        **text_settings(params),
     )
     wanted = [
         s

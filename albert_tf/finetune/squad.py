@@ -103,7 +103,9 @@ class SquadTask(FinetuneTask):
     def loaded_splits(self):
         return tuple(self.examples)
 
-    def configure_text(self, spm_model, lower_case=True, seq_length=384, static_shapes=False):
+    def configure_text(
+        self, spm_model, lower_case=True, seq_length=384, static_shapes=False, tex_quotes=False
+    ):
         from albert_tf.text.tokenizer import SentencePieceTokenizer
 
         d = self.data
@@ -119,12 +121,12 @@ class SquadTask(FinetuneTask):
                 raise InvalidFlagError(f"--{flag} must be >= 1, got {getattr(d, flag)}")
         try:
             self.settings = squad_data.FeatureSettings(
-                seq_length, d.doc_stride, d.max_query_length, lower_case
+                seq_length, d.doc_stride, d.max_query_length, lower_case, tex_quotes
             )
         except ValueError as e:
             raise InvalidFlagError(f"--max_seq_length / --max_query_length: {e}") from None
         self.spm_model = spm_model
-        self._vocab_size = SentencePieceTokenizer(spm_model, lower_case=lower_case).vocab_size
+        self._vocab_size = SentencePieceTokenizer(spm_model).vocab_size
 
     def _path(self, split):
         flag = "train_file" if split == "train" else "predict_file"

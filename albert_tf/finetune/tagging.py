@@ -120,13 +120,15 @@ class TokenClassificationTask(FinetuneTask):
     def loaded_splits(self):
         return tuple(self.sentences)
 
-    def configure_text(self, spm_model, lower_case=True, seq_length=512, static_shapes=False):
+    def configure_text(
+        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+    ):
         try:
             window_sizes(seq_length, self.data.stride)
         except ValueError as e:
             raise InvalidFlagError(f"--{e}".replace("--seq_length", "--max_seq_length")) from None
         self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=seq_length
+            spm_model, lower_case=lower_case, seq_length=seq_length, tex_quotes=tex_quotes
         )
 
     def _read(self, split, path):

@@ -52,9 +52,12 @@ class FinetuneTask(abc.ABC):
         """The dev metric (higher is better) that selects the best checkpoint."""
 
     @abc.abstractmethod
-    def configure_text(self, spm_model, lower_case=True, seq_length=512, static_shapes=False):
-        """Sets the tokenizer (a SentencePiece model path or bytes) and sequence length;
-        `static_shapes` (TPU) forbids padding a batch to less than `seq_length`."""
+    def configure_text(
+        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+    ):
+        """Sets the tokenizer (a SentencePiece model path or bytes, `lower_case`, `tex_quotes`
+        as `SentencePieceTokenizer`'s) and sequence length; `static_shapes` (TPU) forbids
+        padding a batch to less than `seq_length`."""
 
     @property
     @abc.abstractmethod

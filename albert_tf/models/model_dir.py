@@ -6,7 +6,13 @@ Layout of a model directory:
     pretrainer.weights.h5   Keras weights of an AlbertPretrainer (backbone + MLM + SOP heads)
       or backbone.weights.h5  Keras weights of a bare AlbertModel (exactly one of the two)
     spm.model               optional SentencePiece model (checked against vocab_size)
+    text.json               the text settings the model's ids follow: {"tex_quotes": bool}
+                            (True for a model converted from Hugging Face, whose tokenizer
+                            replaces `` and '' by "); a directory without it reads as False
     model.keras             optional fine-tuned head model (albert_tf.convert.checkpoint)
+
+`text_settings(directory)` reads text.json; tokenizers built from the directory's spm.model
+(`AlbertPreprocessor.from_pretrained`, the fine-tuning runner) follow it.
 
 `load(directory)` always returns an AlbertPretrainer: from a backbone-only directory its heads
 are freshly initialised (a warning is logged). `load_backbone(directory)` returns the
@@ -38,6 +44,7 @@ refused rather than replaced.
 128
 """
 
+import json
 import os
 import shutil
 import tempfile
@@ -50,8 +57,10 @@ from albert_tf.errors import UserError
 from albert_tf.files import (
     TEMPORARY_PREFIX,
     exchange_paths,
+    read_json,
     remove_stale_temporaries,
     temporary_path,
+    write_json,
 )
 from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.pretrainer import AlbertPretrainer
@@ -60,8 +69,18 @@ CONFIG_FILE = "config.json"
 PRETRAINER_WEIGHTS = "pretrainer.weights.h5"
 BACKBONE_WEIGHTS = "backbone.weights.h5"
 SPM_FILE = "spm.model"
+TEXT_FILE = "text.json"
 HEAD_MODEL_FILE = "model.keras"  # written by albert_tf.convert.checkpoint.save_head_model
-LAYOUT_FILES = (CONFIG_FILE, PRETRAINER_WEIGHTS, BACKBONE_WEIGHTS, SPM_FILE, HEAD_MODEL_FILE)
+LAYOUT_FILES = (
+    CONFIG_FILE,
+    PRETRAINER_WEIGHTS,
+    BACKBONE_WEIGHTS,
+    SPM_FILE,
+    TEXT_FILE,
+    HEAD_MODEL_FILE,
+)
+# The text settings of a directory without text.json (saved before they were recorded).
+DEFAULT_TEXT_SETTINGS = {"tex_quotes": False}
 _LAYOUT = (
     f"{CONFIG_FILE} plus {PRETRAINER_WEIGHTS} or {BACKBONE_WEIGHTS} (and optionally {SPM_FILE})"
 )
@@ -75,7 +94,7 @@ def _join(directory, name):
     return f"{directory.rstrip('/')}/{name}"
 
 
-def save(model, directory, spm_model_file=None, extra_files=None):
+def save(model, directory, spm_model_file=None, extra_files=None, tex_quotes=False):
     """Writes `model` (an AlbertPretrainer or AlbertModel) as the directory `directory`, whole.
 
     Args:
@@ -86,6 +105,8 @@ def save(model, directory, spm_model_file=None, extra_files=None):
             `check_vocabulary_matches` against the model's config.
         extra_files: optional {name in LAYOUT_FILES: callable(local_path)} writing more files
             into the same directory (the fine-tuned head's model.keras).
+        tex_quotes: recorded in text.json: whether the model's ids come from text with the
+            TeX quotes `` and '' replaced by " (Hugging Face's tokenizer; False: the original).
     """
     if isinstance(model, AlbertPretrainer):
         weights_name, config = PRETRAINER_WEIGHTS, model.backbone.config
@@ -106,9 +127,12 @@ def save(model, directory, spm_model_file=None, extra_files=None):
             flag="spm_model_file",
             model=f"the {type(model).__name__} saved to {directory}",
         )
+    if not isinstance(tex_quotes, bool):
+        raise TypeError(f"tex_quotes must be a bool, got {tex_quotes!r}")
     writers = {
         CONFIG_FILE: lambda path: config.to_json_file(path, dialect="original"),
         weights_name: model.save_weights,
+        TEXT_FILE: lambda path: write_json(path, {"tex_quotes": tex_quotes}),
     }
     if spm_model_file is not None:
         writers[SPM_FILE] = lambda path: tf.io.gfile.copy(spm_model_file, path, overwrite=True)
@@ -119,6 +143,28 @@ def save(model, directory, spm_model_file=None, extra_files=None):
     else:
         _write_and_swap(writers, directory)
     logging.info("Saved %s (%s) to %s", type(model).__name__, ", ".join(writers), directory)
+
+
+def text_settings(directory):
+    """{"tex_quotes": bool}: the text settings recorded in `directory`'s text.json, as keyword
+    arguments of `SentencePieceTokenizer` / `AlbertPreprocessor`; the defaults
+    (`DEFAULT_TEXT_SETTINGS`) for a directory saved before they were recorded."""
+    path = _join(directory, TEXT_FILE)
+    if not tf.io.gfile.exists(path):
+        return dict(DEFAULT_TEXT_SETTINGS)
+    try:
+        values = read_json(path)
+    except ValueError as e:
+        raise ModelDirectoryError(str(e)) from None
+    settings = dict(DEFAULT_TEXT_SETTINGS)
+    for name in settings:
+        value = values.get(name, settings[name])
+        if not isinstance(value, bool):
+            raise ModelDirectoryError(
+                f"{path}: {name} must be true or false, got {json.dumps(value)}"
+            )
+        settings[name] = value
+    return settings
 
 
 def _check_replaceable(directory):

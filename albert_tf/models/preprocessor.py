@@ -117,6 +117,18 @@ class AlbertPreprocessor(keras.layers.Layer):
         with tf.init_scope():
             self.tokenizer(tf.constant([""]))
 
+    @classmethod
+    def from_pretrained(cls, directory, spm_model=None, **kwargs):
+        """A preprocessor for the model saved in `directory` (by `albert_tf.save` or
+        convert_checkpoint.py): its spm.model (or `spm_model`) and the text settings it
+        records (`albert_tf.models.model_dir.text_settings`); `kwargs` as the constructor's."""
+        from albert_tf.models import model_dir
+
+        spm_model = spm_model or model_dir.spm_model_path(directory)
+        if spm_model is None:
+            raise FileNotFoundError(f"{directory} has no {model_dir.SPM_FILE}: pass spm_model")
+        return cls(spm_model, **{**model_dir.text_settings(directory), **kwargs})
+
     @staticmethod
     def _segments(inputs):
         if isinstance(inputs, dict):

@@ -471,7 +471,10 @@ class _Runner:
         from albert_tf.models import model_dir
 
         export_dir = os.path.join(self.p.output_dir, "export")
-        model_dir.save(self.model, export_dir, spm_model_file=self.p.spm_model_file)
+        # tex_quotes=False: create_pretraining_data tokenizes as the original (TeX quotes kept).
+        model_dir.save(
+            self.model, export_dir, spm_model_file=self.p.spm_model_file, tex_quotes=False
+        )
         logging.info("Exported the pretrained model to %s", export_dir)
         return export_dir
 

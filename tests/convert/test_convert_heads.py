@@ -315,7 +315,12 @@ def test_script_converts_heads_both_ways(fx, tmp_path):
         "--source_format=huggingface", f"--input={fx.path(TOKEN)}", f"--output_dir={albert_dir}"
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert sorted(os.listdir(albert_dir)) == ["backbone.weights.h5", "config.json", "model.keras"]
+    assert sorted(os.listdir(albert_dir)) == [
+        "backbone.weights.h5",
+        "config.json",
+        "model.keras",
+        "text.json",
+    ]
     expected = fx.expected(TOKEN)
     model = keras.saving.load_model(f"{albert_dir}/model.keras", compile=False)
     assert type(model) is AlbertTokenClassifier and model.labels == CASES[TOKEN][1]

@@ -34,9 +34,14 @@ def huggingface_dir(tmp_path_factory):
 def test_converting_again_leaves_no_stale_vocabulary(huggingface_dir, spm_model_file, tmp_path):
     out = tmp_path / "albert"
     convert_checkpoint("huggingface", huggingface_dir, str(out), spm_model_file=spm_model_file)
-    assert sorted(os.listdir(out)) == ["config.json", "pretrainer.weights.h5", "spm.model"]
+    assert sorted(os.listdir(out)) == [
+        "config.json",
+        "pretrainer.weights.h5",
+        "spm.model",
+        "text.json",
+    ]
     convert_checkpoint("huggingface", huggingface_dir, str(out))
-    assert sorted(os.listdir(out)) == ["config.json", "pretrainer.weights.h5"]
+    assert sorted(os.listdir(out)) == ["config.json", "pretrainer.weights.h5", "text.json"]
     assert os.listdir(tmp_path) == ["albert"]
 
 

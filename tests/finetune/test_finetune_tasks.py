@@ -184,3 +184,18 @@ def test_description_keeps_the_builtin_split_seed(monkeypatch, spm_model_file):
     rebuilt.load(["dev"])
     assert rebuilt.splits["dev"].texts == task.splits["dev"].texts
     assert rebuilt.splits["dev"].texts != splits(seed=0)[1]["dev"].texts
+
+
+def test_squad_keeps_tex_quotes_in_its_description(spm_model_file):
+    # SQuAD builds its features in Python: the rule travels in its FeatureSettings, and a
+    # finetune.json written before the setting existed reads as the original's (False).
+    from albert_tf.finetune.squad import SquadData, SquadTask
+    from albert_tf.finetune.task import task_from_description
+
+    task = SquadTask(SquadData())
+    task.configure_text(spm_model_file, seq_length=128, tex_quotes=True)
+    assert task.settings.tex_quotes
+    description = task.describe()
+    assert task_from_description(description).settings.tex_quotes
+    del description["settings"]["tex_quotes"]
+    assert not task_from_description(description).settings.tex_quotes

@@ -462,6 +462,36 @@ def test_v2_and_unlabelled_features(tmp_path, tokenizer):
 def test_tokenizer_must_match_lower_case(tokenizer):
     with pytest.raises(ValueError, match="lower_case"):
         squad.build_features([], tokenizer, squad.FeatureSettings(lower_case=False))
+    with pytest.raises(ValueError, match="tex_quotes"):
+        squad.build_features([], tokenizer, squad.FeatureSettings(tex_quotes=True))
+
+
+def test_tex_quotes_tokenize_as_hugging_face_and_answers_keep_both_quote_characters(
+    tmp_path, spm_model_file
+):
+    from albert_tf.text.tokenizer import SentencePieceTokenizer
+
+    context = "She said ``stop there'' and left, ''twice``."
+    quoted = "``stop there''"
+    paragraph = {
+        "context": context,
+        "qas": [{"id": "q", "question": "What did she say?", "answers": [answer(context, quoted)]}],
+    }
+    dataset = {"version": "1.1", "data": [{"title": "quotes", "paragraphs": [paragraph]}]}
+    examples = squad.read_squad_examples(write_squad(tmp_path / "q.json", dataset))
+    for tex_quotes in (False, True):
+        settings = squad.FeatureSettings(64, 8, 10, tex_quotes=tex_quotes)
+        features = squad.build_features(examples, spm_model_file, settings)
+        tokenizer = SentencePieceTokenizer(spm_model_file, tex_quotes=tex_quotes)
+        context_ids = tokenizer.encode_ids(context)
+        start = len(tokenizer.encode_ids("What did she say?")[:10]) + 2
+        ids = features.input_word_ids[0].tolist()
+        assert ids[start : start + len(context_ids)] == context_ids
+        first, last = features.start_positions[0], features.end_positions[0]
+        span = features.piece_start_char[0, first], features.piece_end_char[0, last]
+        assert context[span[0] : span[1]] == quoted, tex_quotes
+    pieces = SentencePieceTokenizer(spm_model_file, tex_quotes=True).encode_pieces(context)
+    assert '"' in "".join(pieces) and "`" not in "".join(pieces)
 
 
 # --------------------------------------------------------------------------------- cache

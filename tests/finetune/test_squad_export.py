@@ -51,6 +51,7 @@ OFFSET_TEXTS = CONTEXTS + [
     "",
     "   ",
     "Hello, World 9,000!",
+    "He said ``stop'' and ''go``, '''then'' ```x`.",
 ]
 
 FRESH_PROCESS = textwrap.dedent("""
@@ -88,7 +89,7 @@ def test_normalized_text_and_piece_offsets_equal_the_python_path(spm_model_file,
     for i, text in enumerate(OFFSET_TEXTS):
         pieces = [p.decode() for p in out["pieces"][i].numpy()]
         assert pieces == python.encode_pieces(text), text
-        alignment = align_pieces(text, pieces) if pieces else None
+        alignment = align_pieces(text, pieces, tex_quotes=tex_quotes) if pieces else None
         if alignment is not None:
             assert out["start"][i].numpy().tolist() == alignment.piece_start_char, text
             assert out["end"][i].numpy().tolist() == alignment.piece_end_char, text

@@ -35,9 +35,14 @@ def _contents(directory):
 def test_a_save_replaces_the_whole_directory(pretrainer, spm_model_file, tmp_path):
     directory = tmp_path / "model"
     model_dir.save(pretrainer, str(directory), spm_model_file=spm_model_file)
-    assert sorted(os.listdir(directory)) == ["config.json", "pretrainer.weights.h5", "spm.model"]
+    assert sorted(os.listdir(directory)) == [
+        "config.json",
+        "pretrainer.weights.h5",
+        "spm.model",
+        "text.json",
+    ]
     model_dir.save(pretrainer.backbone, str(directory))  # no vocabulary this time: none is kept
-    assert sorted(os.listdir(directory)) == ["backbone.weights.h5", "config.json"]
+    assert sorted(os.listdir(directory)) == ["backbone.weights.h5", "config.json", "text.json"]
     assert model_dir.spm_model_path(str(directory)) is None
     assert os.listdir(tmp_path) == ["model"]  # nothing staged or set aside is left
 

@@ -64,7 +64,12 @@ def test_io_save_load_pretrainer(tiny_config, randomize, pretrain_inputs, tmp_pa
     spm = pathlib.Path(spm_model_file)
     directory = str(tmp_path / "out" / "albert")
     model_dir.save(pretrainer, directory, spm_model_file=str(spm))
-    assert sorted(os.listdir(directory)) == ["config.json", "pretrainer.weights.h5", "spm.model"]
+    assert sorted(os.listdir(directory)) == [
+        "config.json",
+        "pretrainer.weights.h5",
+        "spm.model",
+        "text.json",
+    ]
     assert sorted(os.listdir(tmp_path / "out")) == ["albert"]  # no staging leftovers
     with open(os.path.join(directory, "config.json")) as f:
         assert json.load(f)["hidden_act"] == "gelu"  # the original dialect
@@ -87,7 +92,7 @@ def test_io_backbone_only_and_existing_directory(pretrainer, pretrain_inputs, tm
     directory = tmp_path / "model_dir"
     model_dir.save(pretrainer, str(directory))
     model_dir.save(pretrainer.backbone, str(directory))  # replaces the directory whole
-    assert sorted(os.listdir(directory)) == ["backbone.weights.h5", "config.json"]
+    assert sorted(os.listdir(directory)) == ["backbone.weights.h5", "config.json", "text.json"]
     assert model_dir.spm_model_path(str(directory)) is None
     with caplog.at_level(logging.WARNING):
         loaded = model_dir.load(str(directory))

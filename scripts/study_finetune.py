@@ -25,7 +25,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see 
 
 import concurrent.futures  # noqa: E402
 import itertools  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402

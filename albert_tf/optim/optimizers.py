@@ -196,7 +196,7 @@ class AdamW(AdamWeightDecay):
         >>> import keras, numpy as np
         >>> w = keras.Variable(np.ones((2,), "float32"), name="kernel")
         >>> opt = AdamW(learning_rate=0.1, weight_decay_rate=0.0)
-        >>> opt.apply([np.array([0.5, -0.001], "float32")], [w])  # first step: lr * sign(g)
+        >>> opt.apply([np.array([0.5, -0.25], "float32")], [w])  # first step: about lr * sign(g)
         >>> np.round(w.numpy(), 4)
         array([0.9, 1.1], dtype=float32)
     """

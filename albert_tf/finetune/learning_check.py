@@ -8,8 +8,8 @@ the likely causes and fixes; at the end, the best score is compared with the str
 baseline. Both go to the log and to eval_results.json ("warnings", "baseline_verdict").
 
 >>> entry = {"step": 100, "collapsed": "label 'other' for every dev example"}
->>> print(collapse_warning([dict(entry, step=50), entry], "adamw_original", 1e-3, 100, 600))
-... # doctest: +ELLIPSIS
+>>> history = [dict(entry, step=50), entry]
+>>> print(collapse_warning(history, "adamw_original", 1e-3, 100, 600))  # doctest: +ELLIPSIS
 the model learned nothing: label 'other' for every dev example at steps 50 and 100. ...
 >>> verdict({"value": 0.61}, {"strongest": {"name": "majority class", "value": 0.5}})
 {'beats_baseline': True, 'best': 0.61, 'baseline': 'majority class', 'baseline_value': 0.5, \
@@ -35,16 +35,17 @@ def collapsed(task, predictions, value, main_baselines):
 
 def collapse_warning(history, optimizer, learning_rate, step, num_train_steps):
     """The warning when the last two evaluations of `history` both collapsed, else None."""
-    from albert_tf.models.head_model import SAFE_LEARNING_RATES
+    from albert_tf.models.head_model import MAX_SAFE_LEARNING_RATES
 
     if len(history) < 2 or not (history[-1].get("collapsed") and history[-2].get("collapsed")):
         return None
-    low, high = SAFE_LEARNING_RATES[optimizer]
+    highest = MAX_SAFE_LEARNING_RATES[optimizer]
     causes = []
-    if learning_rate > high:
+    if learning_rate > highest:
         causes.append(
-            f"--learning_rate={learning_rate:g} is above the range in which --optimizer="
-            f"{optimizer} fine-tuned reliably ({low:g} to {high:g}): lower it"
+            f"--learning_rate={learning_rate:g} is above {highest:g}, the highest rate at which "
+            f"--optimizer={optimizer} fine-tuned every task of the study without collapsing: "
+            "lower it"
             + (" or use --optimizer=adamw (bias-corrected)" if optimizer != "adamw" else "")
         )
     else:

@@ -91,6 +91,7 @@ flags.DEFINE_integer("train_batch_size", 32, "Training batch size.", lower_bound
 flags.DEFINE_integer("jobs", 1, "Runs side by side (each pinned to cores/jobs threads).")
 flags.DEFINE_integer("squad_paragraphs", 1500, "Paragraphs of the generated SQuAD sets.")
 flags.DEFINE_integer("race_articles", 1500, "Articles of the generated RACE set.")
+flags.DEFINE_bool("report_only", False, "Only tabulate the finished runs of the plan; run none.")
 
 
 def _starts():
@@ -179,26 +180,36 @@ def _summary(record):
     }
 
 
+def _cell(runs):
+    values = [r["best"] for r in runs]
+    text = f"{statistics.mean(values):.3f}"
+    if len(values) > 1:
+        text += f" ({min(values):.3f}-{max(values):.3f})"
+    collapsed = sum(r["collapsed"] for r in runs)
+    return text + (f", {collapsed}/{len(runs)} collapsed" if collapsed else "")
+
+
 def _table(rows):
-    """Markdown: one line per (task, start, optimizer, rate)."""
+    """Markdown, per task and start: one line per optimizer, one column per learning rate; a
+    cell is the best dev main metric (mean and range over the seeds) and the collapsed runs."""
+    rates = sorted({r["learning_rate"] for r in rows}, key=float)
     groups = {}
     for row in rows:
-        key = (row["task"], row["start"], row["optimizer"], row["learning_rate"])
-        groups.setdefault(key, []).append(row)
+        key = (row["task"], row["start"], row["optimizer"])
+        groups.setdefault(key, {}).setdefault(row["learning_rate"], []).append(row)
     lines = [
-        "| task | start | optimizer | lr | best dev (mean, min-max) | collapsed | beat baseline "
-        "| baseline |",
-        "|---|---|---|---|---|---|---|---|",
+        "| task (dev metric, strongest simple baseline) | start | optimizer | "
+        + " | ".join(f"lr {r}" for r in rates)
+        + " |",
+        "|---|---|---|" + "---|" * len(rates),
     ]
-    for (task, start, optimizer, rate), runs in sorted(groups.items()):
-        values = [r["best"] for r in runs]
-        baseline = runs[0]["baseline"]
+    for (task, start, optimizer), by_rate in sorted(groups.items()):
+        first = next(iter(by_rate.values()))[0]
+        baseline = "-" if first["baseline"] is None else f"{first['baseline']:.3f}"
+        cells = [_cell(by_rate[r]) if r in by_rate else "" for r in rates]
         lines.append(
-            f"| {task} ({runs[0]['metric']}) | {start} | {optimizer} | {rate} | "
-            f"{statistics.mean(values):.3f} ({min(values):.3f}-{max(values):.3f}) | "
-            f"{sum(r['collapsed'] for r in runs)}/{len(runs)} | "
-            f"{sum(bool(r['beats_baseline']) for r in runs)}/{len(runs)} | "
-            + (f"{baseline:.3f}" if baseline is not None else "-")
+            f"| {task} ({first['metric']}, {baseline}) | {start} | {optimizer} | "
+            + " | ".join(cells)
             + " |"
         )
     return "\n".join(lines)
@@ -220,7 +231,8 @@ def main(argv):
         raise InvalidFlagError(f"--jobs must be >= 1, got {FLAGS.jobs}")
     starts = _starts()
     data_dir = os.path.join(FLAGS.output_dir, "data")
-    _write_data(data_dir, FLAGS.tasks)
+    if not FLAGS.report_only:
+        _write_data(data_dir, FLAGS.tasks)
     threads = max(1, (os.cpu_count() or 1) // FLAGS.jobs)
     plan = []
     for task, (start, start_flags), optimizer, rate, seed in itertools.product(
@@ -228,6 +240,8 @@ def main(argv):
     ):
         run_dir = os.path.join(FLAGS.output_dir, task, start, optimizer, f"lr{rate}", f"seed{seed}")
         command = _command(task, start_flags, optimizer, rate, seed, run_dir, data_dir)
+        if FLAGS.report_only and not os.path.exists(os.path.join(run_dir, "finetune.json")):
+            continue
         plan.append(({"task": task, "start": start, "optimizer": optimizer,
                       "learning_rate": rate, "seed": seed}, command, run_dir))  # fmt: skip
     logging.info("%d runs, %d at a time", len(plan), FLAGS.jobs)

@@ -43,6 +43,21 @@ def error_line(result, script, *names, first=True):
     [
         ("run_classifier.py", ["--bogus_flag=1"], ["Unknown command line flag 'bogus_flag'"]),
         ("run_token_classifier.py", ["--max_seq_length=abc"], ["--max_seq_length=abc"]),
+        (
+            "run_squad.py",
+            ["--optimizer=sgd"],
+            ["flag --optimizer=sgd: value should be one of <adamw|adamw_original|lamb>"],
+        ),
+        (
+            "run_race.py",
+            [
+                "--output_dir=o",
+                "--data_dir=d",
+                "--preset=albert_tiny",
+                "--gradient_accumulation_steps=0",
+            ],
+            ["--gradient_accumulation_steps must be >= 1, got 0"],
+        ),
         ("run_pretraining.py", ["--output_dir=/nonexistent"], ["--input_file is required"]),
         (
             "convert_checkpoint.py",

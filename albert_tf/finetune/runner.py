@@ -532,8 +532,8 @@ class _Finetuner:
             # SQuAD v2's null-score threshold, is the chosen model's when it writes and exports.
             self.task.evaluate(predictions, "dev")
             self.task.write_predictions(predictions, "dev", p.output_dir)
-            results["baseline_verdict"] = self.write_results(final=True)
-        results["warnings"] = [w["warning"] for w in state.warnings]
+            results["baseline_verdict"] = info["baseline_verdict"] = self.write_results(final=True)
+        results["warnings"] = info["warnings"] = [w["warning"] for w in state.warnings]
         if "test" in self.task.loaded_splits:
             features = self.task.features("test")
             dataset = inputs.eval_dataset(

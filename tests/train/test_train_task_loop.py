@@ -104,7 +104,7 @@ def _params(records, output_dir, **overrides):
         ),
         (dict(eval_input_files="/nope.tfrecord"), "--eval_input_files: no file matches"),
         (dict(train_batch_size=0), "--train_batch_size must be >= 1"),
-        (dict(optimizer="sgd"), "--optimizer='sgd' is not one of lamb, adamw"),
+        (dict(optimizer="sgd"), "--optimizer='sgd' is not one of adamw, adamw_original, lamb"),
         (
             dict(max_predictions_per_seq=40),
             "--max_predictions_per_seq (40) exceeds --max_seq_length (32)",

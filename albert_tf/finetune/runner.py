@@ -295,6 +295,17 @@ class _Finetuner:
             )
             self.model.build_optimizer()
         self.optimizer = self.model.optimizer
+        logging.info(
+            "optimizer: %s (%s), peak learning rate %g, warmup %d steps, linear decay to step "
+            "%d, global-norm clipping %g, weight decay %g",
+            p.optimizer,
+            type(self.optimizer).__name__,
+            p.learning_rate,
+            p.warmup_steps if p.warmup_steps is not None else int(round(0.1 * p.num_train_steps)),
+            p.num_train_steps,
+            p.clip_norm,
+            p.weight_decay_rate,
+        )
         self.checkpointer = checkpointing.Checkpointer(
             os.path.join(p.output_dir, "checkpoints"),
             self.model,

@@ -53,8 +53,8 @@ def test_sentence_classification_learns(spm_model_file, tmp_path):
         tmp_path,
         spm_model_file,
         max_seq_length=64,
-        num_train_steps=200,
-        save_checkpoints_steps=100,
+        num_train_steps=150,
+        save_checkpoints_steps=150,
     )
     _assert_learned(results, margin=0.10)  # accuracy points above the majority class (1/3)
 
@@ -73,7 +73,7 @@ def test_token_classification_learns(spm_model_file, tmp_path):
         learning_rate=5e-3,
         max_seq_length=64,
         num_train_steps=400,
-        save_checkpoints_steps=200,
+        save_checkpoints_steps=400,
     )
     _assert_learned(results, margin=0.05, over="trivial")  # entity F1 above tagging all O
 
@@ -84,7 +84,7 @@ def test_squad_learns(version_2, spm_model_file, tmp_path):
     from albert_tf.finetune.squad import SquadData, SquadTask
 
     train, dev = str(tmp_path / "train.json"), str(tmp_path / "dev.json")
-    write_docstring_squad(train, dev, max_paragraphs=600, version_2_with_negative=version_2)
+    write_docstring_squad(train, dev, max_paragraphs=500, version_2_with_negative=version_2)
     data = SquadData(
         train_file=train,
         predict_file=dev,
@@ -97,9 +97,9 @@ def test_squad_learns(version_2, spm_model_file, tmp_path):
         SquadTask(data),
         tmp_path / "run",
         spm_model_file,
-        max_seq_length=128,
-        num_train_steps=300,
-        save_checkpoints_steps=150,
+        max_seq_length=96,
+        num_train_steps=200,
+        save_checkpoints_steps=200,
         classifier_dropout=0.0,
     )
     _assert_learned(results, margin=5.0)  # F1 points above the context's first words
@@ -118,7 +118,7 @@ def test_multiple_choice_learns(spm_model_file, tmp_path):
         learning_rate=1e-4,
         max_seq_length=96,
         train_batch_size=16,
-        num_train_steps=150,
-        save_checkpoints_steps=75,
+        num_train_steps=100,
+        save_checkpoints_steps=100,
     )
     _assert_learned(results, margin=0.08)  # accuracy above the most frequent letter (~1/4)

@@ -19,9 +19,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# Two workers: the suite is mostly TensorFlow start-up and Python, which two cores run side by side.
+# Two workers: the suite is mostly TensorFlow start-up and Python, which two cores run side by side;
+# worksteal keeps both busy to the end (a few tests train for a minute or more).
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --dist worksteal tests
 
 # The suite on TensorFlow 2.20 (what TPU VMs ship) in an environment of its own; not part of CI,
 # which tests 2.21 (both runs take about 7 minutes on 2 cores).
@@ -35,7 +36,7 @@ $(STAMP_TF220): setup.py
 	touch $(STAMP_TF220)
 
 test-tf2.20: $(STAMP_TF220)
-	$(VENV_TF220)/bin/python -m pytest -q -n 2 tests
+	$(VENV_TF220)/bin/python -m pytest -q -n 2 --dist worksteal tests
 
 demo: $(STAMP)
 	bash scripts/demo.sh

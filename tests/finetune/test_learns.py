@@ -98,8 +98,8 @@ def test_squad_learns(version_2, spm_model_file, tmp_path):
         tmp_path / "run",
         spm_model_file,
         max_seq_length=96,
-        num_train_steps=200,
-        save_checkpoints_steps=200,
+        num_train_steps=150,
+        save_checkpoints_steps=150,
         classifier_dropout=0.0,
     )
     _assert_learned(results, margin=5.0)  # F1 points above the context's first words

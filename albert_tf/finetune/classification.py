@@ -252,14 +252,14 @@ class SentenceClassificationTask(FinetuneTask):
             values["f1_positive_class"] = self.spec.labels[1]
         return values
 
-    def main_metric_baselines(self):
+    def main_metric_baselines(self, baselines):
         dev = self.splits.get("dev")
         if dev is None or dev.labels is None:
             return {}
         if self.main_metric != "accuracy":  # Matthews, Pearson: a constant prediction scores 0
             return {"trivial": 0.0}
-        label, rate = majority_rate(dev.labels)
-        name = f"always the dev set's majority class {self.spec.labels[label]!r}"
+        rate = baselines["dev_majority_class_rate"]
+        name = f"always the dev set's majority class {baselines['dev_majority_class']!r}"
         return {"trivial": rate, "strongest": {"name": name, "value": rate}}
 
     def constant_prediction(self, predictions):

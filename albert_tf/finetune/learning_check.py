@@ -3,7 +3,7 @@
 A run has collapsed at an evaluation when its dev predictions are one constant answer (the
 task's `constant_prediction`: majority class, all-O, empty answers, one option letter) or its
 main metric is no better than that of answering every example the same way (the task's
-`main_metric_baselines()["trivial"]`). Two collapsed evaluations in a row give a warning naming
+`main_metric_baselines(...)["trivial"]`). Two collapsed evaluations in a row give a warning naming
 the likely causes and fixes; at the end, the best score is compared with the strongest simple
 baseline. Both go to the log and to eval_results.json ("warnings", "baseline_verdict").
 

@@ -186,8 +186,8 @@ class RaceTask(FinetuneTask):
             "dev_majority_answer_rate": float(counts.max() / counts.sum()),
         }
 
-    def main_metric_baselines(self):
-        values = self.baselines()
+    def main_metric_baselines(self, baselines):
+        values = baselines
         if not values:
             return {}
         rate = values["dev_majority_answer_rate"]

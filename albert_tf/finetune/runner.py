@@ -260,7 +260,9 @@ class _Finetuner:
             )
         self.train_features = task.features("train") if params.do_train else None
         self.baselines = task.baselines() if self.dev is not None else {}
-        self.main_baselines = task.main_metric_baselines() if self.dev is not None else {}
+        self.main_baselines = {}
+        if self.dev is not None:
+            self.main_baselines = task.main_metric_baselines(self.baselines)
         self.best_dev_predictions = None  # of the best evaluation made by this process
         for name, value in self.baselines.items():
             logging.info("%s: %s", name.replace("_", " "), value)
@@ -276,6 +278,8 @@ class _Finetuner:
         self.state = RunState(os.path.join(params.output_dir, "checkpoints"))
 
     def build(self, vocab_size):
+        from albert_tf.models.head_model import warmup_step_count
+
         p = self.p
         with self.strategy.scope():
             self.model = self.task.build_model(
@@ -301,7 +305,7 @@ class _Finetuner:
             p.optimizer,
             type(self.optimizer).__name__,
             p.learning_rate,
-            p.warmup_steps if p.warmup_steps is not None else int(round(0.1 * p.num_train_steps)),
+            warmup_step_count(p.num_train_steps, p.warmup_steps),
             p.num_train_steps,
             p.clip_norm,
             p.weight_decay_rate,

@@ -223,7 +223,7 @@ class TokenClassificationTask(FinetuneTask):
             f"dev_most_frequent_tag_{k}": scores[k] for k in ("f1", "token_accuracy") if k in scores
         }
 
-    def main_metric_baselines(self):
+    def main_metric_baselines(self, baselines):
         dev = self.sentences.get("dev")
         if dev is None or dev.tags is None:
             return {}
@@ -233,7 +233,7 @@ class TokenClassificationTask(FinetuneTask):
             counts = collections.Counter(t for tags in dev.tags for t in tags)
             trivial = max(counts.values()) / max(sum(counts.values()), 1)
         values = {"trivial": trivial}
-        strongest = self.baselines().get(f"dev_most_frequent_tag_{self.main_metric}")
+        strongest = baselines.get(f"dev_most_frequent_tag_{self.main_metric}")
         if strongest is not None:
             name = "each word's most frequent training tag"
             values["strongest"] = {"name": name, "value": strongest}

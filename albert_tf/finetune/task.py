@@ -93,8 +93,9 @@ class FinetuneTask(abc.ABC):
         eval_results.json beside the history."""
         return {}
 
-    def main_metric_baselines(self):
-        """The dev set's reference points on the main metric's scale: {"trivial": the score of
+    def main_metric_baselines(self, baselines):
+        """The dev set's reference points on the main metric's scale, from `baselines` (what
+        `baselines()` returned; not computed again): {"trivial": the score of
         answering every example the same way (majority class, all-O, empty answers, one option
         letter), "strongest": {"name", "value"} of the strongest simple baseline}; either key
         may be missing. `albert_tf.finetune.learning_check` warns when a run stays at the

@@ -32,6 +32,17 @@ from albert_tf.optim.optimizers import OPTIMIZERS, create_optimizer
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 
 
+def warmup_step_count(num_train_steps, warmup_steps=None, warmup_ratio=0.1):
+    """The linear warmup's length: `warmup_steps` when given, else `warmup_ratio` of the steps.
+
+    >>> warmup_step_count(1000), warmup_step_count(1000, warmup_steps=7)
+    (100, 7)
+    """
+    if warmup_steps is not None:
+        return int(warmup_steps)
+    return int(round(warmup_ratio * num_train_steps))
+
+
 def default_optimizer(
     learning_rate=2e-5,
     num_train_steps=None,
@@ -60,11 +71,7 @@ def default_optimizer(
         raise ValueError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
     schedule = learning_rate
     if num_train_steps:
-        warmup = (
-            int(warmup_steps)
-            if warmup_steps is not None
-            else int(round(warmup_ratio * num_train_steps))
-        )
+        warmup = warmup_step_count(num_train_steps, warmup_steps, warmup_ratio)
         schedule = WarmupPolynomialDecay(
             learning_rate, decay_steps=int(num_train_steps), warmup_steps=warmup, power=1.0
         )
@@ -349,12 +356,10 @@ class AlbertHeadModel(keras.Model):
             )
             settings = dict(self._auto_compile)
             logging.info(
-                "%s: %d training steps: linear warmup over %s steps, then linear decay",
+                "%s: %d training steps: linear warmup over %d steps, then linear decay",
                 type(self).__name__,
                 steps,
-                settings["warmup_steps"]
-                if settings["warmup_steps"] is not None
-                else int(round(settings["warmup_ratio"] * steps)),
+                warmup_step_count(steps, settings["warmup_steps"], settings["warmup_ratio"]),
             )
             self.compile(num_train_steps=steps, **settings)
         self.build_optimizer()

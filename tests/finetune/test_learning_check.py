@@ -35,14 +35,14 @@ def _classifier(dev_labels):
 
 def test_classification_rules():
     task = _classifier([0, 0, 0, 1])
-    assert task.main_metric_baselines() == {
+    assert task.main_metric_baselines(task.baselines()) == {
         "trivial": 0.75,
         "strongest": {"name": "always the dev set's majority class 'no'", "value": 0.75},
     }
     assert task.constant_prediction({"labels": np.array([1, 1, 1, 1])}) == "label 'yes'"
     assert task.constant_prediction({"labels": np.array([1, 0, 1, 1])}) is None
     # A constant answer, or a score no better than the majority class, is a collapse.
-    baselines = task.main_metric_baselines()
+    baselines = task.main_metric_baselines(task.baselines())
     one_label = {"labels": np.array([0, 0, 0, 0])}
     assert learning_check.collapsed(task, one_label, 0.75, baselines) == (
         "label 'no' for every dev example"
@@ -62,7 +62,7 @@ def test_tagging_rules():
         tags = [["O", "B-X"], ["O"]]
 
     task.sentences = {"train": Sentences(), "dev": Sentences()}
-    values = task.main_metric_baselines()
+    values = task.main_metric_baselines(task.baselines())
     assert values["trivial"] == 0.0  # all O finds no entity
     assert values["strongest"]["name"] == "each word's most frequent training tag"
     assert values["strongest"]["value"] == pytest.approx(1.0)  # the words repeat exactly
@@ -80,7 +80,7 @@ def test_squad_rules():
     ]
     task.examples = {"dev": dev}
     # v2: empty answers score 100 on the 3 unanswerable questions of 4.
-    assert task.main_metric_baselines() == {
+    assert task.main_metric_baselines(task.baselines()) == {
         "trivial": 75.0,
         "strongest": {"name": "an empty answer to every question", "value": 75.0},
     }
@@ -93,13 +93,13 @@ def test_squad_rules():
     assert task.constant_prediction({"predictions": {"a": "Paris", "b": ""}}) is None
     v1 = SquadTask(SquadData())
     v1.examples = {"dev": dev[:1]}
-    assert v1.main_metric_baselines() == {"trivial": 0.0}
+    assert v1.main_metric_baselines(v1.baselines()) == {"trivial": 0.0}
 
 
 def test_race_rules():
     task = RaceTask(RaceData())
     task.examples = {"dev": _Split([0, 1, 1, 1, 2, 3, 1, 0])}
-    assert task.main_metric_baselines() == {
+    assert task.main_metric_baselines(task.baselines()) == {
         "trivial": 0.5,
         "strongest": {"name": "always option B (chance: 1/4)", "value": 0.5},
     }

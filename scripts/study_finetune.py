@@ -8,7 +8,10 @@ model (--init_checkpoint, e.g. the one `make demo` writes) and/or from random in
 through the run_* scripts. It then prints and writes (study.json, study.md) per task, start,
 optimizer and rate: the best dev main metric (mean, min-max over the seeds), how many runs
 collapsed (their last evaluation predicted one constant answer or scored no better than one) and
-how many beat the strongest simple baseline, beside that baseline.
+how many beat the strongest simple baseline, beside that baseline. For the classification task
+it also scores a bag-of-words classifier (TF-IDF + logistic regression,
+`albert_tf.finetune.bag_of_words`) on each seed's split: what a model that knows no language
+reaches.
 
 Runs are directories under --output_dir named by their settings; a finished run is read, not
 run again, so re-running the same command resumes the study.
@@ -215,6 +218,24 @@ def _table(rows):
     return "\n".join(lines)
 
 
+def _bag_of_words(seeds):
+    """Dev accuracy of the bag-of-words classifier on the classification task's split of each
+    seed (the runs' splits: `docstring_source_splits(seed=seed)`)."""
+    from albert_tf.data.docstring_task import docstring_source_splits
+    from albert_tf.finetune.bag_of_words import BagOfWordsClassifier
+
+    scores = []
+    for seed in seeds:
+        _, splits = docstring_source_splits(seed=int(seed))
+        train, dev = splits["train"], splits["dev"]
+        model = BagOfWordsClassifier().fit(train.texts, train.labels)
+        scores.append(model.score(dev.texts, dev.labels))
+    text = f"{statistics.mean(scores):.3f}"
+    if len(scores) > 1:
+        text += f" ({min(scores):.3f}-{max(scores):.3f})"
+    return {"seeds": list(seeds), "accuracy": scores, "text": text}
+
+
 def main(argv):
     del argv
     if not FLAGS.output_dir:
@@ -265,8 +286,15 @@ def main(argv):
                 key["optimizer"], key["learning_rate"], key["seed"], row["metric"], row["best"],
                 " COLLAPSED" if row["collapsed"] else "",
             )  # fmt: skip
-    files.write_json(os.path.join(FLAGS.output_dir, "study.json"), {"runs": rows})
-    table = _table(rows)
+    record, table = {"runs": rows}, _table(rows)
+    if "classification" in FLAGS.tasks:
+        bag = _bag_of_words(FLAGS.seeds)
+        record["classification_bag_of_words"] = bag
+        table += (
+            f"\n\nclassification, bag-of-words (TF-IDF + logistic regression) on the same splits: "
+            f"accuracy {bag['text']}"
+        )
+    files.write_json(os.path.join(FLAGS.output_dir, "study.json"), record)
     files.write_atomic(os.path.join(FLAGS.output_dir, "study.md"), table + "\n")
     print(table)
     if failures:

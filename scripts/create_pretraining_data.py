@@ -6,10 +6,10 @@ The original tool's flags keep their names and defaults, so existing command lin
       --output_file=data/train.tfrecord --spm_model_file=30k-clean.model \
       --max_seq_length=512 --dupe_factor=40
 
-New: --num_workers, --num_output_shards (with --output_file as a prefix), --input_format
-(with --check_input_format),
---tfds_name/--tfds_data_dir/--tfds_split/--tfds_feature, --strict, --no_masking (for
-albert_tf.data.pipeline.dynamic_masking_dataset), --document_window, --shuffle_buffer_size.
+New: --num_workers, --num_output_shards (with --output_file as a prefix), --input_format,
+--check_input_format, --tfds_name/--tfds_data_dir/--tfds_split/--tfds_feature, --strict,
+--no_masking (for albert_tf.data.pipeline.dynamic_masking_dataset), --document_window,
+--shuffle_buffer_size.
 --input_file=builtin:docstrings needs no download. A summary JSON is written next to the output.
 
 --runner=DirectRunner|DataflowRunner|FlinkRunner|SparkRunner runs the same work as an Apache Beam

@@ -7,8 +7,9 @@ The original tool's flags keep their names and defaults, so existing command lin
       --max_seq_length=512 --dupe_factor=40
 
 New: --num_workers, --num_output_shards (with --output_file as a prefix), --input_format,
---tfds_name/--tfds_data_dir/--tfds_split/--tfds_feature, --strict, --no_masking (for
-albert_tf.data.pipeline.dynamic_masking_dataset), --document_window, --shuffle_buffer_size.
+--check_input_format, --tfds_name/--tfds_data_dir/--tfds_split/--tfds_feature, --strict,
+--no_masking (for albert_tf.data.pipeline.dynamic_masking_dataset), --document_window,
+--shuffle_buffer_size.
 --input_file=builtin:docstrings needs no download. A summary JSON is written next to the output.
 
 --runner=DirectRunner|DataflowRunner|FlinkRunner|SparkRunner runs the same work as an Apache Beam
@@ -88,6 +89,12 @@ flags.DEFINE_enum(
     ["sentences", "lines"],
     "File format: 'sentences' (one sentence "
     "per line, blank line between documents) or 'lines' (one document per line).",
+)
+flags.DEFINE_bool(
+    "check_input_format",
+    True,
+    "With --input_format=sentences, refuse a file whose first 64 KiB look like one document per "
+    "line (see docs/data.md); --nocheck_input_format reads it as it is.",
 )
 flags.DEFINE_string("tfds_name", None, "Read this prepared TFDS dataset instead of --input_file.")
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory.")
@@ -204,6 +211,7 @@ def main(argv):
         input_format=FLAGS.input_format,
         num_output_shards=FLAGS.num_output_shards,
         strict=FLAGS.strict,
+        check_input_format=FLAGS.check_input_format,
     )
     if FLAGS.runner:
         from albert_tf.data import beam_pipeline  # imports apache_beam

@@ -11,7 +11,7 @@
 #                 chance levels measured on the same data
 #   6. fine-tune  scripts/demo_finetune.sh <export_dir> <spm_model> <output_dir>: a classifier
 #                 trained with keras.Model.fit, exported for TF Serving, served from raw strings
-#                 and exported to LiteRT (int8), run on raw strings
+#                 and exported to LiteRT (int8 dynamic-range), run on raw strings
 #
 # Everything goes under demo_output/ (override with DEMO_OUTPUT=...); full logs in demo_output/logs.
 set -euo pipefail

@@ -74,7 +74,9 @@ if ! "$PY" scripts/export_litert.py --model_dir="$OUT/run" --output_dir="$OUT/li
   echo "demo_finetune: export_litert.py failed (full log: $OUT/export_litert.log)" >&2
   exit 1
 fi
-grep -E "^(docstring-source|variant|float32|int8|reference)" "$OUT/export_litert.log"
+# The table, and the warning of a variant below --min_agreement (0.99) if there is one.
+grep -E "^(docstring-source|variant|float32|int8|reference)|below min_agreement" \
+  "$OUT/export_litert.log"
 if ! "$PY" - "$OUT/litert/model_int8_dynamic.tflite" "$OUT/run/finetune.json" \
     2> "$OUT/litert_run.log" <<'PYEOF'
 import json, os, sys

@@ -7,7 +7,8 @@
 (model.keras + finetune.json). For each variant it writes OUTPUT_DIR/model_<variant>.tflite and
 prints a table (file size, size vs float32, top-1 agreement and max probability difference
 against the SavedModel's float32 model on the dev texts, accuracy; SQuAD: the rate of answers
-equal to the SavedModel QA export's, and exact match and F1 against the gold answers);
+equal to the SavedModel QA export's, and exact match and F1 against the gold answers; whether
+the agreement reaches --min_agreement, with a WARNING for a variant that does not);
 OUTPUT_DIR/litert_report.json holds the same numbers. The task's train and dev files are read
 again (train texts calibrate the "int8" variant). See docs/litert.md.
 """
@@ -22,13 +23,25 @@ from albert_tf import cli  # noqa: E402
 
 FLAGS = flags.FLAGS
 
-VARIANTS = ("float32", "float16", "int8_dynamic", "int8")
+VARIANTS = ("float32", "float16", "int8_dynamic", "int8")  # litert.VARIANTS
+DEFAULT_VARIANTS = ("float32", "float16", "int8_dynamic")  # litert.DEFAULT_VARIANTS
 flags.DEFINE_string("model_dir", None, "Fine-tuning output dir (model.keras, finetune.json).")
 flags.DEFINE_string(
     "output_dir", None, "Directory for model_<variant>.tflite and litert_report.json."
 )
 flags.DEFINE_list(
-    "variants", list(VARIANTS), f"Variants to write, comma-separated: {','.join(VARIANTS)}."
+    "variants",
+    list(DEFAULT_VARIANTS),
+    f"Variants to write, comma-separated, among {','.join(VARIANTS)} (full-integer int8 is not "
+    "a default: it agrees with the SavedModel below --min_agreement on the models measured).",
+)
+flags.DEFINE_float(
+    "min_agreement",
+    0.99,  # litert.MIN_AGREEMENT
+    "A variant that agrees with the reference (top-1; SQuAD: the answer) on less than this "
+    "fraction of the dev texts gets a WARNING and passes=false in the report.",
+    lower_bound=0.0,
+    upper_bound=1.0,
 )
 flags.DEFINE_integer("max_seq_length", None, "Fixed packed length (default: the training one).")
 flags.DEFINE_integer("num_representative", 100, "Train texts that calibrate the int8 variant.")
@@ -102,6 +115,7 @@ def main(argv):
         num_representative=FLAGS.num_representative,
         max_eval_examples=FLAGS.max_eval_examples or None,
         max_windows=FLAGS.max_windows,
+        min_agreement=FLAGS.min_agreement,
     )
     print(litert.format_report(report))
     print(f"report: {os.path.join(FLAGS.output_dir, 'litert_report.json')}")

@@ -5,6 +5,7 @@ Modules (each imported on first use, `albert_tf.data.corpora` included, so that 
 stay light):
 - `corpora`: `iter_documents(spec, ...)`, documents as lists of sentences (files, gs://, TFDS,
   builtin).
+- `corpus_layout`: refuses a file read one sentence per line that holds one document per line.
 - `masking`: ALBERT's n-gram whole-word masking (pure Python, seeded).
 - `instances`: segments A/B and SOP/NSP labels for one document.
 - `schema`: the original TFRecord feature names/dtypes and a pure-Python Example encoder.

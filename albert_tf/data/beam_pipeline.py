@@ -50,7 +50,8 @@ _STEP = re.compile(r" \[while running '[^']*'\]$")
 
 class _ReadFile(_DoFn):
     """(file index, path) -> (file index, document index in the file, document); the side output
-    gets (file index, documents, skipped lines, their first locations)."""
+    gets (file index, documents, {path: skipped lines} (`CorpusStats.skipped_summary`), the first
+    locations of skipped lines)."""
 
     def __init__(self, input_format: str, strict: bool):
         self.input_format = input_format
@@ -61,18 +62,18 @@ class _ReadFile(_DoFn):
         stats = corpora.CorpusStats()
         corpora.check_text_file(path)
         count = 0
-        for document in corpora._file_reader(path, self.input_format, self.strict, stats)():
+        for document in corpora.file_reader(path, self.input_format, self.strict, stats)():
             yield index, count, document
             count += 1
         yield beam.pvalue.TaggedOutput(
-            _COUNTS, (index, count, stats.skipped_lines, list(stats.skipped_locations))
+            _COUNTS, (index, count, stats.skipped_summary(), list(stats.skipped_locations))
         )
 
 
 def _first_indices(counts) -> dict:
     """{file index: global index of its first document}, files in the local tool's order."""
     first, total = {}, 0
-    for index, count, _, _ in sorted(counts):
+    for index, count, _, _ in sorted(counts, key=lambda c: c[0]):
         first[index] = total
         total += count
     return first
@@ -146,9 +147,15 @@ def _write_summary(
         raise RuntimeError(f"Beam wrote {sorted(written)}, expected {sorted(outputs)}")
     elapsed = time.time() - start
     summary = pretraining.summarize(stats, config, elapsed, outputs, [None] * len(outputs))
-    locations = [location for *_, found in sorted(counts) for location in found]
+    counts = sorted(counts, key=lambda c: c[0])  # the local tool's file order
+    locations = [location for *_, found in counts for location in found]
+    skipped = {source: s for _, _, found, _ in counts for source, s in found.items()}
     pretraining.add_corpus_fields(
-        summary, sum(c[2] for c in counts), locations[: corpora._LOGGED_BAD_LINES], input_spec
+        summary,
+        sum(s["lines"] for s in skipped.values()),
+        locations[: corpora.LOGGED_BAD_LINES],
+        input_spec,
+        skipped,
     )
     summary["runner"] = runner
     files.write_json(summary_file, summary)
@@ -274,9 +281,11 @@ def create_pretraining_data(
     num_output_shards: int = 1,
     input_format: str = "sentences",
     strict: bool = False,
+    check_input_format: bool = True,
 ) -> dict:
     """Runs the Beam job and waits for it; returns the summary (read back from
-    PREFIX.summary.json / FILE.summary.json, which the job writes)."""
+    PREFIX.summary.json / FILE.summary.json, which the job writes). The files are checked as the
+    local tool checks them (UTF-8 text; laid out as `input_format` says) before the job starts."""
     config = config or pretraining.CreationConfig()
     if len([f for f in output_file.split(",") if f.strip()]) > 1:
         raise InvalidFlagError(
@@ -285,11 +294,16 @@ def create_pretraining_data(
         )
     options = pipeline_options(runner, beam_options)
     paths = _corpus_files(input_spec)
-    for path in paths:
-        corpora.check_text_file(path)
-    _, summary_file, model_proto = pretraining.prepare_run(
+    _, summary_file, model_proto, tokenizer = pretraining.prepare_run(
         input_spec, output_file, spm_model_file, lower_case, num_output_shards, True
     )
+    check_file = pretraining.file_check(
+        tokenizer, config.instance.max_seq_length, input_format, check_input_format
+    )
+    for path in paths:
+        head = corpora.check_text_file(path)
+        if check_file is not None:
+            check_file(path, head)
     pipeline = beam.Pipeline(options=options)
     build_pipeline(
         pipeline,
@@ -312,4 +326,6 @@ def create_pretraining_data(
         if error is None:
             raise
         raise error from None
-    return files.read_json(summary_file)
+    summary = files.read_json(summary_file)
+    pretraining.log_skipped_lines(summary)
+    return summary

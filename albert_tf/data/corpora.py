@@ -10,7 +10,9 @@ Specs accepted by `iter_documents` (comma-separated lists may mix them):
   (about 11 MB of prose, no download), cached after the first read.
 
 Nothing is loaded whole: documents are produced one at a time. Lines that are not valid UTF-8 are
-skipped and counted in a `CorpusStats` (or raise with file:line when `strict=True`). A file that is
+skipped and counted in a `CorpusStats`, per file, with the documents lost whole to them (every
+line of theirs bad: in the "lines" format, each bad line), or raise with file:line when
+`strict=True`; `skipped_message` says it in one line at the end of a run. A file that is
 not UTF-8 text at all raises a `DataError` naming it: binary (a NUL byte in its first 64 KiB),
 UTF-16, or at least half of its non-blank lines undecodable (checked on the first 64 KiB when the
 spec is resolved, and on the whole file once it has been read).
@@ -25,6 +27,7 @@ spec is resolved, and on the whole file once it has been read).
 import dataclasses
 import os
 import re
+from typing import Optional
 
 import tensorflow as tf
 from absl import logging
@@ -36,15 +39,26 @@ from albert_tf.text.sentences import split_sentences
 
 FORMATS = ("sentences", "lines")
 _READ_CHUNK = 8 << 20
-_LOGGED_BAD_LINES = 10
-_SNIFF_BYTES = 64 << 10
+LOGGED_BAD_LINES = 10  # skipped lines logged and listed in the summary
+SNIFF_BYTES = 64 << 10  # the head of each file checked before reading
 _MOSTLY_UNDECODABLE = 0.5  # a file with this fraction of bad non-blank lines is not UTF-8 text
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 @dataclasses.dataclass
+class SkippedLines:
+    """The lines of one file (or TFDS split: examples) that were not valid UTF-8."""
+
+    lines: int = 0
+    first_line: Optional[int] = None  # 1-based line number (a TFDS example's index)
+    documents: int = 0  # documents dropped whole: none of their lines was valid
+    first_document_line: Optional[int] = None
+
+
+@dataclasses.dataclass
 class CorpusStats:
-    """Counters filled while a corpus is read (pass one to `iter_documents(stats=...)`)."""
+    """Counters filled while a corpus is read (pass one to `iter_documents(stats=...)`);
+    `quiet`: no WARNING per skipped line (for a second pass over the same corpus)."""
 
     files: int = 0
     lines: int = 0
@@ -52,12 +66,65 @@ class CorpusStats:
     sentences: int = 0
     skipped_lines: int = 0
     skipped_locations: list = dataclasses.field(default_factory=list)  # first few "file:line"
+    dropped_documents: int = 0
+    skipped_by_source: dict = dataclasses.field(default_factory=dict)  # source -> SkippedLines
+    quiet: bool = False
 
-    def skip(self, location):
+    def skip(self, source, line):
+        """Counts line `line` of `source` (a file, or "tfds:NAME[SPLIT]" and an example index),
+        which is not valid UTF-8."""
         self.skipped_lines += 1
-        if len(self.skipped_locations) < _LOGGED_BAD_LINES:
-            self.skipped_locations.append(location)
-            logging.warning("Skipping a line that is not valid UTF-8 at %s", location)
+        skipped = self.skipped_by_source.setdefault(source, SkippedLines())
+        skipped.lines += 1
+        if skipped.first_line is None:
+            skipped.first_line = line
+        if len(self.skipped_locations) < LOGGED_BAD_LINES:
+            self.skipped_locations.append(f"{source}:{line}")
+            if not self.quiet:
+                logging.warning("Skipping a line that is not valid UTF-8 at %s:%s", source, line)
+
+    def drop_document(self, source, line):
+        """Counts a document of `source` lost whole to skipped lines (the first at `line`)."""
+        self.dropped_documents += 1
+        skipped = self.skipped_by_source.setdefault(source, SkippedLines())
+        skipped.documents += 1
+        if skipped.first_document_line is None:
+            skipped.first_document_line = line
+
+    def skipped_summary(self):
+        """{source: SkippedLines as a dict} of the sources that had skipped lines (JSON-able)."""
+        return {source: dataclasses.asdict(s) for source, s in self.skipped_by_source.items()}
+
+
+def _count(number, noun):
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def skipped_message(source, skipped):
+    """The end-of-run line of `skipped` (`SkippedLines` as a dict) in `source`.
+
+    >>> skipped_message("dump.txt", {"lines": 3, "first_line": 7, "documents": 3,
+    ...                              "first_document_line": 7})
+    '3 documents dropped for non-UTF-8 bytes in dump.txt (first at line 7)'
+    >>> skipped_message("c.txt", {"lines": 2, "first_line": 4, "documents": 0,
+    ...                           "first_document_line": None})
+    '2 lines skipped for non-UTF-8 bytes in c.txt (first at line 4); no document dropped'
+    """
+    unit = "example" if source.startswith("tfds:") else "line"
+    lines, documents = skipped["lines"], skipped["documents"]
+    first_line = f"(first at {unit} {skipped['first_line']})"
+    if not documents:
+        return (
+            f"{_count(lines, unit)} skipped for non-UTF-8 bytes in {source} {first_line}; "
+            "no document dropped"
+        )
+    message = (
+        f"{_count(documents, 'document')} dropped for non-UTF-8 bytes in {source} (first at "
+        f"{unit} {skipped['first_document_line']})"
+    )
+    if lines > documents:
+        message += f"; {_count(lines, unit)} skipped in all {first_line}"
+    return message
 
 
 def iter_documents(
@@ -71,11 +138,12 @@ def iter_documents(
     feature="text",
     packages=BUILTIN_PACKAGES,
     cache_dir=None,
+    check_file=None,
 ):
     """Returns an iterator over the documents of `spec`, each a non-empty list of sentences.
 
-    The spec is resolved (files listed, TFDS preparation checked) before this returns, so a wrong
-    path fails before any work.
+    The spec is resolved (files listed, TFDS preparation checked, the first 64 KiB of each file
+    checked) before this returns, so a wrong path or file fails before any work.
 
     Args:
       spec: str (comma-separated) or list of str; see the module docstring.
@@ -86,6 +154,8 @@ def iter_documents(
       data_dir, split, feature: for "tfds:" specs (TFDS data directory, split, text feature).
       packages: for "builtin:docstrings", the packages whose docstrings are read.
       cache_dir: for "builtin:docstrings"; default $ALBERT_TF_CACHE or ~/.cache/albert_tf.
+      check_file: optional further check of each file, called as check_file(path, head) with
+        its first `SNIFF_BYTES` (e.g. `corpus_layout.check_sentences_layout`).
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
@@ -102,8 +172,10 @@ def iter_documents(
             readers.append(_docstrings_reader(tuple(packages), cache_dir, stats))
         else:
             for path in resolve_files(item):
-                check_text_file(path)
-                readers.append(_file_reader(path, format, strict, stats))
+                head = check_text_file(path)
+                if check_file is not None:
+                    check_file(path, head)
+                readers.append(file_reader(path, format, strict, stats))
     return _chain(readers, stats)
 
 
@@ -171,9 +243,10 @@ def _mostly_undecodable(bad, lines):
 
 def check_text_file(path):
     """Raises DataError naming `path` when its first 64 KiB are not UTF-8 text: binary (a NUL
-    byte), UTF-16 (its byte-order mark), or at least half of the non-blank lines undecodable."""
+    byte), UTF-16 (its byte-order mark), or at least half of the non-blank lines undecodable.
+    Returns those bytes (`SNIFF_BYTES`, or the whole file when shorter)."""
     with tf.io.gfile.GFile(path, "rb") as f:
-        head = f.read(_SNIFF_BYTES)
+        head = f.read(SNIFF_BYTES)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise DataError(
             f"{path}: UTF-16 text (it starts with a UTF-16 byte-order mark); convert "
@@ -187,14 +260,15 @@ def check_text_file(path):
             "must be UTF-8 text"
         )
     lines = head.split(b"\n")
-    if len(head) == _SNIFF_BYTES:
+    if len(head) == SNIFF_BYTES:
         lines.pop()  # may end inside a line (or a character)
     lines = [line for line in lines if line.strip()]
     bad = sum(1 for line in lines if not _decodes(line))
     if _mostly_undecodable(bad, len(lines)):
-        whole = len(head) < _SNIFF_BYTES
-        scope = "of the file" if whole else f"in its first {_SNIFF_BYTES >> 10} KiB"
+        whole = len(head) < SNIFF_BYTES
+        scope = "of the file" if whole else f"in its first {SNIFF_BYTES >> 10} KiB"
         raise _not_text_error(path, bad, len(lines), scope)
+    return head
 
 
 def _decodes(raw):
@@ -206,8 +280,9 @@ def _decodes(raw):
 
 
 def _read_lines(path, strict, stats):
-    """Yields the decoded lines of `path` (without line ends), skipping or raising on bad UTF-8;
-    raises DataError at the end when at least half of the non-blank lines were bad."""
+    """Yields (line number, decoded line without its line end) for each line of `path`; a line
+    that is not valid UTF-8 raises (`strict`) or is counted in `stats` and yielded as None.
+    Raises DataError at the end when at least half of the non-blank lines were bad."""
     stats.files += 1
     non_blank = bad = 0
     with tf.io.gfile.GFile(path, "rb") as f:
@@ -230,32 +305,48 @@ def _read_lines(path, strict, stats):
                             f"{location}: not valid UTF-8 (byte {byte!r} at column {e.start + 1})"
                         ) from None
                     bad += 1
-                    stats.skip(location)
+                    stats.skip(path, lineno)
+                    yield lineno, None
                     continue
                 if lineno == 1 and line.startswith("\ufeff"):
                     line = line[1:]
-                yield line.rstrip("\r")
+                yield lineno, line.rstrip("\r")
             if not chunk:
                 break
     if _mostly_undecodable(bad, non_blank):
         raise _not_text_error(path, bad, non_blank, "of the file")
 
 
-def _file_reader(path, format, strict, stats):
+def file_reader(path, format, strict, stats):
+    """A function returning a fresh iterator over the documents of the file `path` in `format`
+    ("sentences" or "lines"); a document of lines that are all invalid UTF-8 (a line, in the
+    "lines" format) is dropped and counted in `stats`."""
+
     def sentences_format():
-        document = []
-        for line in _read_lines(path, strict, stats):
+        document, first_bad = [], None
+        for lineno, line in _read_lines(path, strict, stats):
+            if line is None:
+                first_bad = first_bad or lineno
+                continue
             line = line.strip()
             if line:
                 document.append(line)
-            elif document:
+                continue
+            if document:
                 yield document
-                document = []
+            elif first_bad:
+                stats.drop_document(path, first_bad)
+            document, first_bad = [], None
         if document:
             yield document
+        elif first_bad:
+            stats.drop_document(path, first_bad)
 
     def lines_format():
-        for line in _read_lines(path, strict, stats):
+        for lineno, line in _read_lines(path, strict, stats):
+            if line is None:
+                stats.drop_document(path, lineno)
+                continue
             document = split_sentences(line)
             if document:
                 yield document
@@ -301,12 +392,13 @@ def _tfds_reader(name, data_dir, split, feature, strict, stats):
             try:
                 text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
             except UnicodeDecodeError:
-                location = f"tfds:{name}[{split}]:{i}"
+                source = f"tfds:{name}[{split}]"
                 if strict:
                     raise ValueError(
-                        f"{location}: feature {feature!r} is not valid UTF-8"
+                        f"{source}:{i}: feature {feature!r} is not valid UTF-8"
                     ) from None
-                stats.skip(location)
+                stats.skip(source, i)
+                stats.drop_document(source, i)
                 continue
             document = [s for paragraph in text.split("\n") for s in split_sentences(paragraph)]
             if document:
@@ -320,7 +412,7 @@ def _docstrings_reader(packages, cache_dir, stats):
     cache_path = builtin_corpus.docstrings_cache_path(packages, cache_dir)
     if tf.io.gfile.exists(cache_path):
         logging.info("builtin:docstrings: reading the cache %s", cache_path)
-        return _file_reader(cache_path, "sentences", True, stats)
+        return file_reader(cache_path, "sentences", True, stats)
     files = builtin_corpus.package_source_files(packages)
     stats.files += len(files)
     return lambda: builtin_corpus.documents_writing_cache(files, cache_path)

@@ -251,13 +251,47 @@ def check_not_empty(stats: dict) -> None:
 
 
 def add_corpus_fields(
-    summary: dict, skipped_lines: int, skipped_locations: List[str], input_spec
+    summary: dict,
+    skipped_lines: int,
+    skipped_locations: List[str],
+    input_spec,
+    skipped_by_source: Optional[dict] = None,
 ) -> dict:
-    """Adds what the corpus reader counted (bad lines) and the corpus spec to a summary."""
+    """Adds what the corpus reader counted (lines that are not valid UTF-8, and per source
+    `corpora.CorpusStats.skipped_summary()`: lines, documents dropped, the first of each) and
+    the corpus spec to a summary."""
+    skipped_by_source = dict(skipped_by_source or {})
     summary["skipped_lines"] = skipped_lines
     summary["skipped_line_locations"] = list(skipped_locations)
+    summary["dropped_documents"] = sum(s["documents"] for s in skipped_by_source.values())
+    summary["skipped_by_source"] = skipped_by_source
     summary["input"] = input_spec if isinstance(input_spec, str) else ",".join(input_spec)
     return summary
+
+
+def log_skipped_lines(summary: dict) -> None:
+    """Logs, at the end of a run, one WARNING per source with lines that were not valid UTF-8
+    ("3 documents dropped for non-UTF-8 bytes in FILE (first at line L)")."""
+    from albert_tf.data import corpora
+
+    for source, skipped in summary.get("skipped_by_source", {}).items():
+        logging.warning("%s", corpora.skipped_message(source, skipped))
+
+
+def file_check(tokenizer, max_seq_length: int, input_format: str, check_input_format: bool):
+    """The `check_file` of `corpora.iter_documents` for a run: in the "sentences" format (and
+    unless `check_input_format` is off), `corpus_layout.check_sentences_layout` with the run's
+    tokenizer and window; else None."""
+    if input_format != "sentences" or not check_input_format:
+        return None
+    from albert_tf.data import corpus_layout
+
+    def check(path, head):
+        corpus_layout.check_sentences_layout(
+            path, head, lambda line: len(tokenizer.encode_ids(line)), max_seq_length
+        )
+
+    return check
 
 
 def prepare_run(
@@ -269,7 +303,7 @@ def prepare_run(
     write_summary: bool,
 ) -> tuple:
     """Checks done before any work (outputs that are inputs, the SentencePiece model) ->
-    (output paths, summary path or None, the model's bytes)."""
+    (output paths, summary path or None, the model's bytes, its tokenizer)."""
     from albert_tf.text.tokenizer import SentencePieceTokenizer, read_model_proto
 
     outputs = writer_lib.output_paths(output_file, num_output_shards)
@@ -280,8 +314,8 @@ def prepare_run(
         output_file, outputs + [summary_file] * bool(summary_file), input_spec
     )
     model_proto = read_model_proto(spm_model_file)
-    SentencePieceTokenizer(model_proto, lower_case=lower_case)  # fails early on a bad model
-    return outputs, summary_file, model_proto
+    tokenizer = SentencePieceTokenizer(model_proto, lower_case=lower_case)  # fails early if bad
+    return outputs, summary_file, model_proto, tokenizer
 
 
 def summarize(
@@ -403,20 +437,26 @@ def create_pretraining_data(
     tfds_split: str = "train",
     tfds_feature: str = "text",
     write_summary: bool = True,
+    check_input_format: bool = True,
 ) -> dict:
     """Reads `input_spec` (see `albert_tf.data.corpora.iter_documents`) and writes pretraining
     TFRecords to `output_file` (comma list, or a prefix with num_output_shards > 1).
 
     The corpus spec, the SentencePiece model and the outputs (none may be an input file) are
-    checked before any work; a corpus file that is not UTF-8 text raises DataError naming it.
-    Returns the summary (also written to PREFIX.summary.json / FIRST_FILE.summary.json unless
-    write_summary=False).
+    checked before any work; a corpus file that is not UTF-8 text raises DataError naming it, and
+    so does (unless `check_input_format` is off) a file that looks like one document per line
+    in the "sentences" format (`albert_tf.data.corpus_layout`). Returns the summary (also
+    written to PREFIX.summary.json / FIRST_FILE.summary.json unless write_summary=False); lines
+    that were not valid UTF-8 are counted in it per file and logged at the end.
     """
     from albert_tf.data import corpora
 
     config = config or CreationConfig()
-    outputs, summary_file, model_proto = prepare_run(
+    outputs, summary_file, model_proto, tokenizer = prepare_run(
         input_spec, output_file, spm_model_file, lower_case, num_output_shards, write_summary
+    )
+    check_file = file_check(
+        tokenizer, config.instance.max_seq_length, input_format, check_input_format
     )
     corpus_stats = corpora.CorpusStats()
     reader_args = dict(
@@ -427,17 +467,16 @@ def create_pretraining_data(
         feature=tfds_feature,
     )
     first_pass = [
-        corpora.iter_documents(input_spec, stats=corpus_stats, **reader_args)
-    ]  # resolves now
-
-    class QuietStats(corpora.CorpusStats):
-        def skip(self, location):  # bad lines were already logged (and counted) in the first pass
-            self.skipped_lines += 1
+        corpora.iter_documents(input_spec, stats=corpus_stats, check_file=check_file, **reader_args)
+    ]  # resolves and checks the files now
 
     def document_source():
         if first_pass:
             return first_pass.pop()
-        return corpora.iter_documents(input_spec, stats=QuietStats(), **reader_args)
+        # Bad lines were logged (and counted) in the first pass.
+        return corpora.iter_documents(
+            input_spec, stats=corpora.CorpusStats(quiet=True), **reader_args
+        )
 
     summary = create_from_documents(
         document_source,
@@ -448,11 +487,16 @@ def create_pretraining_data(
         num_workers=num_workers,
     )
     add_corpus_fields(
-        summary, corpus_stats.skipped_lines, corpus_stats.skipped_locations, input_spec
+        summary,
+        corpus_stats.skipped_lines,
+        corpus_stats.skipped_locations,
+        input_spec,
+        corpus_stats.skipped_summary(),
     )
     if summary_file:
         files.write_json(summary_file, summary)
         logging.info("Summary written to %s", summary_file)
+    log_skipped_lines(summary)
     return summary
 
 

@@ -50,7 +50,7 @@ inside a word that is not spelled exactly (the answer then holds the whole word)
 import tensorflow as tf
 import tensorflow_text as tft
 
-from albert_tf.export import litert
+from albert_tf.export import litert, litert_quiet
 from albert_tf.export.question_answering import (
     _NULL_START,
     NO_SPAN_SCORE,
@@ -362,6 +362,7 @@ def _preprocessor(spm_model_or_preprocessor, settings):
     )
 
 
+@litert_quiet.quiet()
 def export_litert_qa(
     model,
     spm_model,
@@ -478,24 +479,26 @@ def _examples(task, split, limit):
     return list(examples)[:limit]
 
 
+@litert_quiet.quiet()
 def export_finetuned(
     model,
     task,
     output_dir,
-    variants=litert.VARIANTS,
+    variants=litert.DEFAULT_VARIANTS,
     seq_length=None,
     num_representative=100,
     max_eval_examples=None,
     batch_size=16,
     max_windows=4,
+    min_agreement=litert.MIN_AGREEMENT,
 ):
     """`litert.export_finetuned` for a `SquadTask`: writes `<output_dir>/model_<variant>.tflite`
     for each variant, answers the dev questions with each and with the task's SavedModel export
     (`export_question_answerer`, float32, written to a temporary directory), and writes and
     returns the report (`<output_dir>/litert_report.json`): sizes, the rate of answers equal
-    to the SavedModel's, and the SQuAD exact match and F1 of both against the gold answers.
-    The examples are the loaded ones or read from the task's files (train: the "int8"
-    calibration questions)."""
+    to the SavedModel's (below `min_agreement`: a warning, `litert.judge_variants`), and the
+    SQuAD exact match and F1 of both against the gold answers. The examples are the loaded ones
+    or read from the task's files (train: the "int8" calibration questions)."""
     import dataclasses
     import os
     import tempfile
@@ -566,6 +569,7 @@ def export_finetuned(
         entry.update(squad_scores(dev, outputs["answer"], task.version_2))
         report["variants"][variant] = entry
     litert.size_ratios(report["variants"])
+    litert.judge_variants(report, min_agreement)
     files.write_json(os.path.join(output_dir, "litert_report.json"), report)
     return report
 
@@ -578,15 +582,15 @@ def format_report(report):
         f"{report['task']} ({report['kind']}), seq_length {report['seq_length']}, "
         f"{report['max_windows']} windows of doc_stride {report['doc_stride']}, "
         f"{report['eval_examples']} dev questions ({100 * truncated:.1f}% of contexts "
-        "truncated)",
+        "truncated)" + litert.passes_note(report),
         f"{'variant':<13}{'bytes':>11}{'x f32':>7}{'model x':>8}{'answer agr':>11}"
-        f"{'EM':>8}{'F1':>8}",
+        f"{'EM':>8}{'F1':>8}{'passes':>8}",
     ]
     for name, e in variants.items():
         lines.append(
             f"{name:<13}{e['bytes']:>11,}{litert._ratio(e, 'size_ratio'):>7}"
             f"{litert._ratio(e, 'model_size_ratio'):>8}{e['answer_agreement']:>11.4f}"
-            f"{e['exact_match']:>8.2f}{e['f1']:>8.2f}"
+            f"{e['exact_match']:>8.2f}{e['f1']:>8.2f}{litert.passes_column(e):>8}"
         )
     ref = report["reference_scores"]
     lines.append(

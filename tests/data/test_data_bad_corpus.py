@@ -1,7 +1,10 @@
 """create_pretraining_data refuses outputs that are inputs and corpora that are not UTF-8 text."""
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -9,6 +12,7 @@ from albert_tf.data import instances, masking, pretraining
 from albert_tf.errors import UserError
 
 SEQ, PRED = 32, 5
+SCRIPT = "create_pretraining_data.py"
 
 
 def _config():
@@ -145,6 +149,8 @@ def test_files_that_are_not_utf8_text_stop_with_their_name(tmp_path, prose, spm_
                         spm_model_file,
                         num_workers=num_workers,
                         strict=strict,
+                        # late.txt's long lines would be refused first (corpus_layout).
+                        check_input_format=name != "late",
                     )
                 assert str(error.value).startswith(message), (name, str(error.value))
                 if name in ("latin1", "late"):
@@ -161,3 +167,135 @@ def test_a_few_bad_lines_are_still_skipped_and_counted(tmp_path, prose, spm_mode
     assert summary["skipped_lines"] == 1 and summary["instances"] > 0
     with pytest.raises(UserError, match=f"{path}:4: not valid UTF-8"):
         _create(str(path), str(tmp_path / "strict.tfrecord"), spm_model_file, strict=True)
+
+
+@pytest.fixture(scope="module")
+def dump(corpus_file, tmp_path_factory):
+    """The shared corpus with one document per line and no blank line, as dumps come."""
+    documents = open(corpus_file, encoding="utf-8").read().strip().split("\n\n")
+    path = tmp_path_factory.mktemp("dump") / "dump.txt"
+    path.write_text("".join(" ".join(d.split("\n")) + "\n" for d in documents), encoding="utf-8")
+    return path
+
+
+def test_the_layout_rules_on_samples(corpus_file, dump, tokenizer):
+    from albert_tf.data import corpus_layout
+
+    def sample(head, seq):
+        return corpus_layout.sample_layout(head, lambda s: len(tokenizer.encode_ids(s)), seq)
+
+    def refused(head, seq=64):
+        return corpus_layout.refusal(sample(head, seq), seq)
+
+    with open(corpus_file, "rb") as f:
+        sentences = f.read(64 << 10)
+    with open(dump, "rb") as f:
+        documents = f.read(64 << 10)
+    # One sentence per line: accepted down to a 32-position window (31% of its lines longer),
+    # refused at 16 (most sentences would be cut).
+    assert refused(sentences, 32) is None and refused(sentences, 512) is None
+    assert "are longer than the 13 pieces a sentence may have at --max_seq_length=16" in (
+        refused(sentences, 16)
+    )
+    # One document per line: refused at any window.
+    for seq in (64, 512):
+        layout = sample(documents, seq)
+        assert layout.one_document and not layout.whole_file
+        assert refused(documents, seq).startswith(
+            f"its first 64 KiB are one document (no blank line) and "
+            f"{layout.long_lines + layout.multi_sentence_lines} of its first {layout.lines} lines"
+        )
+    # A book of short sentences without a blank line is one legitimate document.
+    book = b"".join(line + b"\n" for line in sentences.split(b"\n")[:-1] if line.strip())
+    assert sample(book, 64).one_document and refused(book) is None
+    # Two lines of several sentences, then a blank line: the rule needs one document.
+    two = b"First one. Second one.\nThird one. Fourth one.\n"
+    assert refused(two).startswith("the whole file is one document (no blank line) and 2 of its 2")
+    assert refused(two + b"\nA sentence.\n") is None
+    # Exactly half of the lines too long is not "most".
+    long_line = b"word " * 80 + b"\n"
+    assert refused(long_line + b"A short one.\n") is None
+    assert refused(long_line * 2 + b"A short one.\n").startswith("2 of its 3 lines (67%) are")
+
+
+def test_a_document_per_line_file_is_refused_before_any_output(
+    tmp_path, dump, corpus_file, spm_model_file
+):
+    out = tmp_path / "out"
+    with pytest.raises(UserError) as error:
+        _create(f"{corpus_file},{dump}", str(out / "o.tfrecord"), spm_model_file)
+    message = str(error.value)
+    assert message.startswith(f"{dump}: read as --input_format=sentences (one sentence per line")
+    assert "pass --input_format=lines" in message and "--nocheck_input_format to read" in message
+    assert not out.exists()
+    # Read as it is, it becomes garbage: one document of cut lines, nearly all SOP labels 1.
+    forced = _create(str(dump), str(out / "forced"), spm_model_file, check_input_format=False)
+    assert forced["documents"] == 1 and forced["truncated_sentences"] > 0.9 * forced["sentences"]
+    assert forced["label_1_fraction"] > 0.95
+    summary = _create(str(dump), str(out / "lines"), spm_model_file, input_format="lines")
+    assert summary["documents"] == forced["sentences"]
+    assert summary["label_1_fraction"] < forced["label_1_fraction"] - 0.1
+    # The script: one line on stderr, exit 1, nothing written.
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", SCRIPT)
+    command = [
+        sys.executable,
+        script,
+        f"--input_file={dump}",
+        f"--output_file={tmp_path / 'script' / 'o.tfrecord'}",
+        f"--spm_model_file={spm_model_file}",
+        f"--max_seq_length={SEQ}",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == f"{SCRIPT}: error: {message}"
+    assert not (tmp_path / "script").exists()
+
+
+def test_documents_lost_to_bad_bytes_are_counted_and_reported_at_the_end(
+    tmp_path, prose, spm_model_file, caplog
+):
+    documents = [d.replace("\n", " ") for d in prose.strip().split("\n\n")]
+    raw = [d.encode() for d in documents]
+    for k in (4, 9, 10):
+        raw[k] = raw[k].replace(b" ", b" caf\xe9 ", 1)  # Latin-1: the line is not UTF-8
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"\n".join(raw) + b"\n")
+    sentences = tmp_path / "sentences.txt"
+    # A document of one bad line (dropped), and a bad line inside a kept document.
+    sentences.write_bytes(prose.encode() + b"\n\xff bad\n\n" + b"Kept one.\n\xfe bad\nKept two.\n")
+    with caplog.at_level("WARNING"):
+        summary = _create(
+            f"{lines},{sentences}", str(tmp_path / "o"), spm_model_file, input_format="lines"
+        )
+    assert summary["dropped_documents"] == 3 + 2  # in "lines", every bad line is a document
+    assert summary["skipped_by_source"][str(lines)] == {
+        "lines": 3,
+        "first_line": 5,
+        "documents": 3,
+        "first_document_line": 5,
+    }
+    last = caplog.records[-2:]
+    assert [r.getMessage() for r in last] == [
+        f"3 documents dropped for non-UTF-8 bytes in {lines} (first at line 5)",
+        f"2 documents dropped for non-UTF-8 bytes in {sentences} (first at line "
+        f"{prose.count(chr(10)) + 2})",
+    ]
+    summary = _create(str(sentences), str(tmp_path / "s"), spm_model_file)
+    first = prose.count("\n") + 2
+    assert summary["skipped_by_source"] == {
+        str(sentences): {
+            "lines": 2,
+            "first_line": first,
+            "documents": 1,
+            "first_document_line": first,
+        }
+    }
+    assert caplog.records[-1].getMessage() == (
+        f"1 document dropped for non-UTF-8 bytes in {sentences} (first at line {first}); "
+        f"2 lines skipped in all (first at line {first})"
+    )
+    on_disk = json.loads((tmp_path / "s.summary.json").read_text())
+    assert (
+        on_disk["dropped_documents"] == 1
+        and on_disk["skipped_by_source"] == (summary["skipped_by_source"])
+    )

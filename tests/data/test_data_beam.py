@@ -83,6 +83,14 @@ def test_beam_writes_the_local_records_and_summary(corpus, spm_model_file, tmp_p
         glob.glob(str(local_out / "train-*"))
     )
     assert local["instances"] > 50 and local["skipped_lines"] == 1
+    assert local["skipped_by_source"] == {
+        os.path.join(os.path.dirname(spec), "part-2.txt"): {
+            "lines": 1,
+            "first_line": 2,
+            "documents": 0,
+            "first_document_line": None,
+        }
+    }
     assert summary["runner"] == "DirectRunner"
     assert summary["outputs"] == {str(tmp_path / name): None for name in names}
     assert {k: v for k, v in summary.items() if k not in RUN_FIELDS} == {
@@ -90,7 +98,13 @@ def test_beam_writes_the_local_records_and_summary(corpus, spm_model_file, tmp_p
     }
 
 
-def test_beam_refuses_what_it_cannot_run(tmp_path, spm_model_file, corpus_file):
+def test_beam_refuses_what_it_cannot_run(tmp_path, spm_model_file, corpus_file, tmp_path_factory):
+    dump = tmp_path_factory.mktemp("dump") / "dump.txt"
+    dump.write_text("One document. Its second sentence.\nAnother one. With two sentences.\n")
+    with pytest.raises(UserError, match=f"{dump}: read as --input_format=sentences .* pass "):
+        beam_pipeline.create_pretraining_data(
+            str(dump), str(tmp_path / "o"), spm_model_file, runner="DirectRunner"
+        )
     with pytest.raises(
         UserError, match="--input_file=builtin:docstrings: a Beam runner reads corpus files only"
     ):

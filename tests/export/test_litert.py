@@ -1,8 +1,12 @@
 """LiteRT export: raw strings in the ai-edge-litert interpreter match the SavedModel, int8 sizes,
 the accuracy report, the script's errors."""
 
+import ast
+import inspect
 import json
+import logging
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +15,8 @@ import tensorflow as tf
 from albert_tf.export import litert, saved_model
 
 pytest.importorskip("ai_edge_litert")
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "export_litert.py")
 
 # Short, non-ASCII (accents and CJK: the tokenizers agree on these), empty, longer than the
 # 16-position window, and whitespace only.
@@ -71,15 +77,28 @@ def test_packing_equals_the_preprocessor_with_truncation(litert_task):
                 np.testing.assert_array_equal(got[key], want[key], err_msg=truncation + key)
 
 
-def test_int8_sizes_and_accuracy_report(litert_classifier, litert_task, tmp_path):
-    report = litert.export_finetuned(
-        litert_classifier,
-        litert_task,
-        str(tmp_path),
-        variants=("float32", "int8_dynamic", "int8"),
-        num_representative=32,
-    )
+def test_int8_sizes_and_accuracy_report(litert_classifier, litert_task, tmp_path, capfd, caplog):
+    caplog.set_level(logging.INFO)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = litert.export_finetuned(
+            litert_classifier,
+            litert_task,
+            str(tmp_path),
+            variants=("float32", "int8_dynamic", "int8"),
+            num_representative=32,
+        )
     assert json.loads((tmp_path / "litert_report.json").read_text()) == report
+    # TensorFlow's lines stay off the console: the temporary SavedModel's INFO log, the
+    # deprecation of tf.lite.Interpreter (its int8 calibrator), the quantizer's settings.
+    assert not [r for r in caplog.records if r.name == "tensorflow" and r.levelno < 30]
+    assert not [w for w in caught if "tf.lite.Interpreter is deprecated" in str(w.message)]
+    assert "fully_quantize" not in capfd.readouterr().err
+    # Each variant passes when it agrees with the reference on at least 99% of the texts.
+    assert report["min_agreement"] == litert.MIN_AGREEMENT == 0.99
+    for name, entry in report["variants"].items():
+        assert entry["passes"] == (entry["top1_agreement"] >= 0.99), name
+        assert (entry["warning"] is None) == entry["passes"], name
     variants = report["variants"]
     assert report["eval_examples"] == 32 and report["token_agreement"] == 1.0
     float32 = variants["float32"]
@@ -99,7 +118,102 @@ def test_int8_sizes_and_accuracy_report(litert_classifier, litert_task, tmp_path
         assert os.path.getsize(entry["file"]) == entry["bytes"]
     table = litert.format_report(report)
     assert "int8_dynamic" in table and "top-1 agr" in table
-    assert f"; tokenizer {float32['text_ops_bytes']:,} bytes of each file" in table
+    assert (
+        f"; tokenizer {float32['text_ops_bytes']:,} bytes of each file; passes: agreement >= 99%"
+        in table
+    )
+    assert table.splitlines()[2].split()[-1] == "yes"  # float32
+
+
+def test_variants_below_the_agreement_threshold_are_warned_about_and_not_defaults(caplog):
+    assert "int8" in litert.VARIANTS and "int8" not in litert.DEFAULT_VARIANTS
+    assert set(litert.DEFAULT_VARIANTS) < set(litert.VARIANTS)
+    assert inspect.signature(litert.export_finetuned).parameters["variants"].default == (
+        litert.DEFAULT_VARIANTS
+    )
+    # The script's defaults, defined before TensorFlow is imported, are the library's.
+    script = ast.parse(open(SCRIPT).read())
+    constants = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in script.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id.endswith("VARIANTS")
+    }
+    assert constants == {"VARIANTS": litert.VARIANTS, "DEFAULT_VARIANTS": litert.DEFAULT_VARIANTS}
+    assert "0.99,  # litert.MIN_AGREEMENT" in open(SCRIPT).read()
+
+    def report(kind, key, **agreements):
+        variants = {name: {key: value, "rows": 300} for name, value in agreements.items()}
+        return {"kind": kind, "eval_examples": 300, "variants": variants}
+
+    # The demo classifier's numbers (docs/litert.md): int8 73.5%, int8_dynamic 99.6%.
+    with caplog.at_level(logging.WARNING):
+        judged = litert.judge_variants(
+            report("classification", "top1_agreement", float32=1.0, int8_dynamic=0.996, int8=0.735)
+        )
+    variants = judged["variants"]
+    assert [variants[n]["passes"] for n in ("float32", "int8_dynamic", "int8")] == [
+        True,
+        True,
+        False,
+    ]
+    warning = (
+        "int8 agrees with the reference on 73.5% of 300 dev texts, below min_agreement=99%: "
+        "not a default variant; measure it on your data before shipping it"
+    )
+    assert variants["int8"]["warning"] == warning and variants["float32"]["warning"] is None
+    assert [r.getMessage() for r in caplog.records] == [warning]
+    # Exactly the threshold passes; another threshold; SQuAD's answers; regression: not judged.
+    squad = litert.judge_variants(
+        report("squad", "answer_agreement", a=0.99, b=0.989), min_agreement=0.99
+    )
+    assert [e["passes"] for e in squad["variants"].values()] == [True, False]
+    assert "of 300 dev questions, below" in squad["variants"]["b"]["warning"]
+    strict = litert.judge_variants(report("classification", "top1_agreement", a=0.996), 0.999)
+    assert strict["min_agreement"] == 0.999 and not strict["variants"]["a"]["passes"]
+    assert "below min_agreement=99.9%" in strict["variants"]["a"]["warning"]
+    regression = litert.judge_variants(report("classification", "max_score_diff", a=0.3))
+    assert regression["variants"]["a"]["passes"] is None
+    assert litert.passes_column(regression["variants"]["a"]) == "-"
+
+
+def test_quiet_hides_tensorflow_noise_and_nothing_else(capfd, caplog, monkeypatch):
+    from albert_tf.export.litert_quiet import quiet
+
+    noise = (
+        b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+        b"I0000 00:00:1795756036.304952    1512 builder.cc:183] Loading CharsMap of size=215630\n"
+        b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
+        b"fully_quantize: 0, inference_type: 6, input_inference_type: FLOAT32\n"
+    )
+    real = (
+        b"W0000 00:00:1795756036.304952    1512 builder.cc:99] a C++ warning\n"
+        b"E0000 00:00:1795756036.304952    1512 builder.cc:99] a C++ error\n"
+        b"ERROR: Encountered unresolved custom op: TFText>Nope.\n"
+        b"Traceback (most recent call last):\n"
+    )
+    tf_logger = logging.getLogger("tensorflow")
+    before = tf_logger.level
+    caplog.set_level(logging.INFO)
+    for level, shown in (("3", real), ("0", noise + real)):
+        monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", level)
+        capfd.readouterr()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with quiet():
+                with quiet():  # nested: the outer block does the work
+                    os.write(2, noise + real)
+                tf_logger.info("Assets written to: /tmp/tmpabc/assets")
+                tf_logger.warning("a TensorFlow warning")
+                warnings.warn("    Warning: tf.lite.Interpreter is deprecated", UserWarning)
+                warnings.warn("another warning", UserWarning)
+        assert capfd.readouterr().err == shown.decode(), level
+        assert [str(w.message) for w in caught] == ["another warning"]
+    assert [r.getMessage() for r in caplog.records if r.name == "tensorflow"] == [
+        "a TensorFlow warning"
+    ] * 2
+    assert tf_logger.level == before
 
 
 def test_token_classifier_matches_tensorflow(litert_task, tmp_path):

@@ -235,8 +235,17 @@ def test_script_exports_and_reports_a_squad_model(exported, squad_task, tmp_path
     assert int8["model_size_ratio"] <= 0.4 and os.path.getsize(int8["file"]) == int8["bytes"]
     lines = result.stdout.strip().splitlines()
     assert lines[-6].startswith("squad-v1.1 (squad), seq_length 40, 32 windows of doc_stride 12")
-    assert lines[-5].split() == "variant bytes x f32 model x answer agr EM F1".split()
+    assert lines[-6].endswith("truncated); passes: agreement >= 99%")
+    assert lines[-5].split() == "variant bytes x f32 model x answer agr EM F1 passes".split()
     assert [line.split()[0] for line in lines[-4:-2]] == ["float32", "int8_dynamic"]
+    for line, name in zip(lines[-4:-2], ("float32", "int8_dynamic")):
+        passes = report["variants"][name]["passes"]
+        assert line.split()[-1] == ("yes" if passes else "NO")
+        assert (f"{name} agrees with the reference on" in result.stderr) == (not passes)
+    # Only albert_tf's lines: none of TensorFlow's about its temporary SavedModel, tf-text's
+    # tokenizer builder or TFLite's delegate.
+    for noise in ("Assets written to", "fingerprint", "/tmp/tmp", "CharsMap", "XNNPACK"):
+        assert noise not in result.stderr, result.stderr
     assert lines[-2].startswith("reference (the float32 SavedModel QA export")
     assert lines[-1] == f"report: {out / 'litert_report.json'}"
 

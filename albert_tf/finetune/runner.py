@@ -355,6 +355,8 @@ class _Finetuner:
             p, *([data] if dataclasses.is_dataclass(data) else []), skip=NOT_RECORDED
         )
         settings["warmup_steps"] = warmup_step_count(p.num_train_steps, p.warmup_steps)
+        if p.num_train_epochs and not p.do_train:  # steps from epochs need the training rows
+            del settings["num_train_steps"], settings["warmup_steps"]
         init = p.init_checkpoint
         return {
             "version": run_record.VERSION,

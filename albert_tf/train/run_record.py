@@ -17,8 +17,9 @@ the earlier run's files instead (only the `outputs` the runner names; anything e
 directory is kept and logged) and records the new run.
 
 Unknown values: a setting missing from the record (added to albert_tf after the run started)
-counts as its default; a fingerprint that is missing or None on either side (a split one of the
-two invocations did not read) is not compared. A record without "settings" (written by albert_tf
+counts as its default, one the re-run leaves out (a value it cannot resolve) is not compared; a
+fingerprint that is missing or None on either side (a split one of the two invocations did not
+read) is not compared. A record without "settings" (written by albert_tf
 before version 2: model, task and class count only), or a directory holding a checkpoint but no
 record, is accepted with a warning after comparing what it holds: its other settings cannot be
 known, and it is not rewritten to claim the current ones.
@@ -182,7 +183,8 @@ def compare(previous, current, may_differ=(), defaults=None):
     """([(entry, value there, value now)] that differ, [the same for `may_differ` entries]).
 
     Only the sections `previous` holds are compared; a setting missing from its "settings"
-    counts as `defaults[name]`; a "data" fingerprint missing or None on either side is skipped.
+    counts as `defaults[name]`, one missing from `current`'s (not known to this invocation) is
+    skipped; a "data" fingerprint missing or None on either side is skipped.
 
     >>> compare({"settings": {"lr": 1}, "data": {"train": "a"}},
     ...         {"settings": {"lr": 2, "seed": 5}, "data": {"train": None}}, defaults={"seed": 5})
@@ -194,7 +196,7 @@ def compare(previous, current, may_differ=(), defaults=None):
     if "settings" in previous:
         missing = set(current["settings"]) - set(previous["settings"])
         previous["settings"] = {
-            **previous["settings"],
+            **{k: v for k, v in previous["settings"].items() if k in current["settings"]},
             **{k: defaults.get(k) for k in missing},
         }
     if "data" in previous:

@@ -49,8 +49,8 @@ def test_every_difference_is_named_old_vs_new(tmp_path):
 
 
 def test_unknown_entries(tmp_path):
-    """A setting the record lacks counts as its default; a fingerprint of a split one side did
-    not read is skipped, and recorded once known."""
+    """A setting the record lacks counts as its default, one the re-run lacks is skipped; a
+    fingerprint of a split one side did not read is skipped, and recorded once known."""
     out = str(tmp_path)
     run_record.claim(out, _record(data={"train_data": None}))
     current = _record({"added": 0}, {"train_data": "64 rows, sha256 cc"})
@@ -58,6 +58,10 @@ def test_unknown_entries(tmp_path):
     assert _stored(out) == current
     with pytest.raises(InvalidFlagError, match=r"\(added: 0 there vs 5 now\)"):
         run_record.claim(out, _record({"added": 5}, {"train_data": "64 rows, sha256 cc"}))
+    unresolved = _record({"added": 0}, {"train_data": None})  # a re-run that cannot know "seed"
+    del unresolved["settings"]["seed"]
+    assert run_record.claim(out, unresolved) == "resumed"
+    assert _stored(out) == current
 
 
 def test_records_of_an_older_albert_tf(tmp_path):

@@ -97,9 +97,11 @@ def _update(digest, value):
         for key in sorted(value):
             _update(digest, str(key))
             _update(digest, value[key])
-    elif isinstance(value, np.ndarray) and value.dtype != object:
-        value = np.ascontiguousarray(value)
-        digest.update(f"a{value.dtype.str}{value.shape}".encode())
+    elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        # Values, not their storage: int32 ids built in memory hash as int64 ids read back.
+        kind = "f" if value.dtype.kind == "f" else "i"
+        value = np.ascontiguousarray(value, dtype=np.float64 if kind == "f" else np.int64)
+        digest.update(f"a{kind}{value.shape}".encode())
         digest.update(value.tobytes())
     elif isinstance(value, np.ndarray) or (
         isinstance(value, (list, tuple)) and all(isinstance(v, (str, bytes)) for v in value)
@@ -118,12 +120,14 @@ def _update(digest, value):
 
 
 def digest(values):
-    """A sha256 hex digest of nested dicts of arrays, lists of strings and scalars (the arrays'
-    dtypes and shapes included).
+    """A sha256 hex digest of nested dicts of arrays, lists of strings and scalars: of their
+    values and shapes (integers of any width and booleans alike, floats as float64).
 
     >>> digest({"text": np.array(["a", "b"], dtype=object)}) == digest({"text": ["a", "b"]})
     True
     >>> digest(np.arange(3)) == digest(np.arange(3).astype(np.int32))
+    True
+    >>> digest(np.arange(3)) == digest(np.arange(3).reshape(3, 1))
     False
     """
     hashed = hashlib.sha256()

@@ -19,10 +19,10 @@ directory is kept and logged) and records the new run.
 Unknown values: a setting missing from the record (added to albert_tf after the run started)
 counts as its default, one the re-run leaves out (a value it cannot resolve) is not compared; a
 fingerprint that is missing or None on either side (a split one of the two invocations did not
-read) is not compared. A record without "settings" (written by albert_tf
-before version 2: model, task and class count only), or a directory holding a checkpoint but no
-record, is accepted with a warning after comparing what it holds: its other settings cannot be
-known, and it is not rewritten to claim the current ones.
+read) is not compared. A record without "settings" (written by albert_tf before version 2:
+model, task and class count only), or a directory holding a checkpoint but no record, is
+accepted with a warning after comparing what it holds: its other settings cannot be known, and
+it is not rewritten to claim the current ones.
 
 >>> import tempfile
 >>> out = tempfile.mkdtemp()

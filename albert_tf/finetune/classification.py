@@ -168,6 +168,7 @@ class SentenceClassificationTask(FinetuneTask):
     """
 
     kind = "classification"
+    output_files = ("dev_results.tsv", "test_results.tsv", "submit_results.tsv")
 
     def __init__(self, data, seed=0, spec=None):
         self.data = data

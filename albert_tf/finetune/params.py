@@ -30,6 +30,13 @@ class FinetuneParams:
         "model.keras; re-running the same command resumes.",
         required=True,
     )
+    overwrite_output_dir: bool = setting(
+        False,
+        "Start over: first delete the run in --output_dir (checkpoints/, logs/, run.json, "
+        "eval_results.json, best.weights.h5, model.keras, finetune.json and the task's "
+        "prediction files; other files stay). Without it a re-run resumes the run there, and "
+        "refuses settings that differ from its run.json.",
+    )
     init_checkpoint: Optional[str] = setting(
         None,
         "Pretrained model directory (written by albert_tf.save, run_pretraining's export/ "

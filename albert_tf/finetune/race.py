@@ -84,6 +84,7 @@ class RaceTask(FinetuneTask):
     """
 
     kind = "race"
+    output_files = ("dev_results.json", PREDICTIONS_FILE)
 
     def __init__(self, data, seed=0):
         self.data = data

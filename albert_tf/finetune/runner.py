@@ -7,8 +7,12 @@ What it does, in order:
 3. builds the model (from `init_checkpoint` or a preset) and compiles it with the fine-tuning
    defaults (`--optimizer`, bias-corrected AdamW unless told otherwise; warmup + linear decay
    over exactly `num_train_steps`; clipping);
-4. restores the newest checkpoint of `output_dir/checkpoints` with the evaluation history and
-   best metric saved beside it (exact resume: model, optimizer, step, data position, history);
+4. compares the run with the one recorded in `output_dir/run.json` (every setting that changes
+   the result, the train and dev data, the init checkpoint: a difference is refused naming
+   them; `MAY_DIFFER` lists the settings that may change) or, with `overwrite_output_dir`,
+   removes that run first (`albert_tf.train.run_record`); then restores the newest checkpoint of
+   `output_dir/checkpoints` with the evaluation history and best metric saved beside it (exact
+   resume: model, optimizer, step, data position, history);
 5. trains with `fit` in chunks that end at multiples of `save_checkpoints_steps` (and at
    `num_train_steps`); after each chunk it scores the dev set, keeps the best weights by the
    task's main metric (`best.weights.h5`), rewrites `eval_results.json`, writes TensorBoard
@@ -44,7 +48,7 @@ from albert_tf.finetune import inputs, learning_check
 from albert_tf.finetune.params import FinetuneParams, validate
 from albert_tf.logs import show_progress
 from albert_tf.settings import InvalidFlagError
-from albert_tf.train import checkpointing, summaries
+from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.checkpointing import Preempted
 
@@ -55,7 +59,45 @@ MODEL_FILE = "model.keras"
 INFO_FILE = "finetune.json"
 RESULTS_FILE = "eval_results.json"
 BEST_WEIGHTS = "best.weights.h5"
-RUN_FILE = "run.json"
+RUN_FILE = run_record.RUN_FILE
+# What a run writes into --output_dir (besides its task's `output_files`): what
+# --overwrite_output_dir removes. Anything else there (the user's files, a converted
+# init_checkpoint, an --export_dir inside it) is kept.
+RUN_OUTPUTS = ("checkpoints", "logs", RUN_FILE, INFO_FILE, RESULTS_FILE, BEST_WEIGHTS, MODEL_FILE)
+# Settings not recorded in run.json: where the run lives and whether to start it over.
+NOT_RECORDED = ("output_dir", "overwrite_output_dir")
+# Settings a re-run may change: they choose what an invocation does, how fast it runs or what it
+# logs, not what training computes. Every other FinetuneParams field (with num_train_steps and
+# warmup_steps resolved), the task's data settings, the model and the content of the train and
+# dev data, the init checkpoint and the SentencePiece model must equal run.json's.
+# - do_train, do_predict, test_file: whether this invocation trains and what it predicts (the
+#   test file's predictions are written by each invocation that predicts);
+# - eval_batch_size: batching of evaluation and prediction only;
+# - keep_checkpoint_max, verbose, export_dir: what is kept, logged and exported;
+# - strategy, tpu, logical_cpus, steps_per_execution, jit_compile, recompute: how the same steps
+#   run (speed and memory; float rounding may differ slightly, but moving a run to other
+#   hardware, e.g. one device -> mirrored, is a legitimate resume);
+# - num_train_epochs, warmup_proportion: compared as the num_train_steps / warmup_steps they
+#   resolve to;
+# - feature_cache_dir: where SQuAD caches its features (keyed by their content).
+MAY_DIFFER = (
+    "do_train",
+    "do_predict",
+    "test_file",
+    "eval_batch_size",
+    "keep_checkpoint_max",
+    "verbose",
+    "export_dir",
+    "strategy",
+    "tpu",
+    "logical_cpus",
+    "steps_per_execution",
+    "jit_compile",
+    "recompute",
+    "num_train_epochs",
+    "warmup_proportion",
+    "feature_cache_dir",
+)
 
 
 # ----------------------------------------------------------------------------- set-up checks
@@ -221,25 +263,12 @@ def _checkpoint_steps(checkpointer):
     return [int(path.rsplit("-", 1)[-1]) for path in checkpointer.manager.checkpoints]
 
 
-def _flat_run(run):
-    return {**run.get("model", {}), "task": run.get("task"), "num_classes": run.get("num_classes")}
-
-
-def _check_same_run(task, model, output_dir):
-    """Refuses an output directory whose run.json is of another model or task; returns the
-    run.json to write once resuming succeeded (None when it is there already)."""
-    current = {
-        "model": model.backbone.config.to_dict(),
-        "task": task.name,
-        "num_classes": int(model.num_classes),
-    }
-    path = os.path.join(output_dir, RUN_FILE)
-    if not tf.io.gfile.exists(path):
-        return current
-    checkpointing.check_same_settings(
-        _flat_run(files.read_json(path)), _flat_run(current), f"--output_dir={output_dir}"
-    )
-    return None
+def _features_fingerprint(features):
+    """'64 rows, sha256 0123456789abcdef' of a split's `Features` (None: not read)."""
+    if features is None:
+        return None
+    hashed = run_record.digest([features.inputs, features.labels])
+    return f"{len(features)} rows, sha256 {hashed[:16]}"
 
 
 # ----------------------------------------------------------------------------- the runner
@@ -275,6 +304,7 @@ class _Finetuner:
                 strongest["name"],
             )
         self.checkpointer = None
+        self.recorded = None  # run_record.claim's answer
         self.state = RunState(os.path.join(params.output_dir, "checkpoints"))
 
     def build(self, vocab_size):
@@ -310,19 +340,62 @@ class _Finetuner:
             p.clip_norm,
             p.weight_decay_rate,
         )
-        self.checkpointer = checkpointing.Checkpointer(
-            os.path.join(p.output_dir, "checkpoints"),
-            self.model,
-            self.optimizer,
-            max_to_keep=p.keep_checkpoint_max,
-        )
 
     @property
     def step(self):
         return int(self.optimizer.iterations.numpy())
 
+    def record(self, spm_model_file):
+        """The run record of this run (`albert_tf.train.run_record`): model, task, settings and
+        fingerprints of the train and dev data, the init checkpoint and the vocabulary."""
+        from albert_tf.models.head_model import warmup_step_count
+
+        p, data = self.p, self.task.data
+        settings = run_record.settings_of(
+            p, *([data] if dataclasses.is_dataclass(data) else []), skip=NOT_RECORDED
+        )
+        settings["warmup_steps"] = warmup_step_count(p.num_train_steps, p.warmup_steps)
+        if p.num_train_epochs and not p.do_train:  # steps from epochs need the training rows
+            del settings["num_train_steps"], settings["warmup_steps"]
+        init = p.init_checkpoint
+        return {
+            "version": run_record.VERSION,
+            "model": self.model.backbone.config.to_dict(),
+            "task": self.task.name,
+            "num_classes": int(self.model.num_classes),
+            "settings": settings,
+            "data": {
+                "train_data": _features_fingerprint(self.train_features),
+                "dev_data": _features_fingerprint(self.dev_features),
+                "init_checkpoint_content": (
+                    run_record.files_fingerprint(run_record.directory_files(init)) if init else None
+                ),
+                "spm_model_content": run_record.files_fingerprint([spm_model_file]),
+            },
+        }
+
+    def claim(self, spm_model_file):
+        """Compares this run with the run recorded in --output_dir (InvalidFlagError on a
+        difference) or, with --overwrite_output_dir, removes that run; before anything is
+        written there."""
+        p, data = self.p, self.task.data
+        defaults = [FinetuneParams] + ([type(data)] if dataclasses.is_dataclass(data) else [])
+        self.recorded = run_record.claim(
+            p.output_dir,
+            self.record(spm_model_file),
+            may_differ=MAY_DIFFER,
+            defaults=run_record.defaults_of(*defaults),
+            overwrite=p.overwrite_output_dir,
+            outputs=RUN_OUTPUTS + tuple(self.task.output_files),
+        )
+
     def restore(self):
-        run = _check_same_run(self.task, self.model, self.p.output_dir)
+        self.checkpointer = checkpointing.Checkpointer(
+            os.path.join(self.p.output_dir, "checkpoints"),
+            self.model,
+            self.optimizer,
+            max_to_keep=self.p.keep_checkpoint_max,
+        )
         path = self.checkpointer.latest()
         what = f"--output_dir={self.p.output_dir}"
         if path:
@@ -336,8 +409,6 @@ class _Finetuner:
                     f"{what}: cannot resume from {path} ({first[:200]}); it "
                     "holds a run of another model: use a new --output_dir"
                 ) from None
-        if run is not None:  # recorded once this run is known to fit the directory
-            files.write_json(os.path.join(self.p.output_dir, RUN_FILE), run)
         if not path:
             return None
         try:
@@ -348,6 +419,13 @@ class _Finetuner:
                 f"{STATE_PREFIX}{self.step}.json beside it (written by an "
                 "older albert_tf?); use a new --output_dir"
             ) from None
+        if self.recorded == "unrecorded":  # finetune.json and eval_results.json say so
+            warning = (
+                "the settings of this run's earlier steps were not recorded (an older albert_tf): "
+                "finetune.json's params are those of the latest invocation, unchecked"
+            )
+            if all(w["warning"] != warning for w in self.state.warnings):
+                self.state.warnings.append({"step": self.step, "warning": warning})
         logging.info(
             "Resuming from %s at step %d (%d evaluations so far)",
             path,
@@ -676,6 +754,7 @@ def run_finetuning(params, task, strategy=None):
         runner.build(task.vocab_size)
     finally:
         keras.config.set_dtype_policy(previous_policy)  # the model keeps its own policy
+    runner.claim(spm_model_file)  # compare with (or remove) the run there, before any write
     logs = os.path.join(params.output_dir, "logs")
     train_writer = summaries.SummaryWriter(logs, "train")
     eval_writer = summaries.SummaryWriter(logs, "eval")
@@ -687,4 +766,5 @@ def run_finetuning(params, task, strategy=None):
     finally:
         train_writer.close()
         eval_writer.close()
-        runner.checkpointer.close()
+        if runner.checkpointer is not None:
+            runner.checkpointer.close()

@@ -72,6 +72,11 @@ class SquadTask(FinetuneTask):
     """
 
     kind = "squad"
+    output_files = (
+        squad_predictions.PREDICTIONS_FILE,
+        squad_predictions.NBEST_FILE,
+        squad_predictions.NULL_ODDS_FILE,
+    )
 
     def __init__(self, data, seed=0):
         self.data = data

@@ -92,6 +92,7 @@ class TokenClassificationTask(FinetuneTask):
     """
 
     kind = "token_classification"
+    output_files = tuple(PREDICTIONS_FILE.format(split=s) for s in ("dev", "test"))
 
     def __init__(self, data, seed=0, labels=None):
         self.data = data

@@ -40,6 +40,12 @@ class FinetuneTask(abc.ABC):
 
     #: "classification", "token_classification", ...: selects the task class when rebuilding.
     kind = None
+    #: The task's data settings (a dataclass such as `ClassificationData`): recorded in the
+    #: output directory's run.json and compared when a run is resumed.
+    data = None
+    #: Names of the files `write_predictions` may write into the output directory: removed
+    #: with the rest of a run by --overwrite_output_dir.
+    output_files = ()
 
     @property
     @abc.abstractmethod

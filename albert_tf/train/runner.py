@@ -6,10 +6,13 @@ logs, summaries, evaluation, checkpoints, preemption), `checkpointing`, `summari
 `warm_start`. This module wires them together:
 
 1. resolve the strategy and check the batch sizes against its replica count;
-2. build the model, LAMB (or AdamW) with the warmup + polynomial-decay schedule, all inside
-   `strategy.scope()`, and build the optimizer before anything is restored;
-3. restore the newest checkpoint of `output_dir` (exact resume) or else warm-start from
-   `init_checkpoint`;
+2. compare the run with the one recorded in `output_dir/run.json` (every setting that changes
+   the weights, the input files, the init checkpoint: a difference is refused naming them;
+   `MAY_DIFFER` lists the settings that may change) or, with `overwrite_output_dir`, remove that
+   run first (`albert_tf.train.run_record`);
+3. build the model, LAMB (or AdamW) with the warmup + polynomial-decay schedule, all inside
+   `strategy.scope()`, and build the optimizer before anything is restored; restore the newest
+   checkpoint of `output_dir` (exact resume) or else warm-start from `init_checkpoint`;
 4. train with the `Controller` in loops of `steps_per_loop` steps, logging one line per loop,
    writing TensorBoard summaries, saving every `save_checkpoints_steps` and evaluating every
    `eval_every_steps`;
@@ -23,7 +26,7 @@ is cheap on CPU/GPU scales). `input_resume="reshuffle"` starts a fresh order see
 (seed, step) instead, at no cost, as the original did (its input_fn restarted from scratch).
 
 Outputs under `output_dir`: checkpoints/ (ckpt-N), summaries/{train,eval}/ (TensorBoard),
-albert_config.json, eval_results.json, export/.
+albert_config.json, eval_results.json, export/, run.json (`RUN_OUTPUTS`).
 
 >>> params = PretrainingParams(input_file="data/train-*.tfrecord", output_dir="/tmp/run",
 ...                            preset="albert_tiny", max_seq_length=128)  # doctest: +SKIP
@@ -48,7 +51,7 @@ from albert_tf.logs import show_progress
 from albert_tf.optim import OPTIMIZERS, WarmupPolynomialDecay, create_optimizer
 from albert_tf.precision import PRECISIONS
 from albert_tf.settings import InvalidFlagError, setting
-from albert_tf.train import checkpointing, summaries
+from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.controller import Controller, NonFiniteLossError
 from albert_tf.train.loop import Trainer
@@ -76,6 +79,13 @@ class PretrainingParams:
         "go (gs:// allowed). A run restarted with the same --output_dir "
         "resumes.",
         required=True,
+    )
+    overwrite_output_dir: bool = setting(
+        False,
+        "Start over: first delete the run in --output_dir (checkpoints/, summaries/, "
+        "albert_config.json, eval_results.json, export/, run.json; other files stay). Without "
+        "it a re-run resumes the run there, and refuses settings that differ from its run.json. "
+        "Leave it out of a command that is re-run after preemption.",
     )
     albert_config_file: Optional[str] = setting(
         None,
@@ -202,6 +212,44 @@ class PretrainingParams:
     )
 
 
+# What a run writes into --output_dir: what --overwrite_output_dir removes (other files stay).
+RUN_OUTPUTS = (
+    "checkpoints",
+    "summaries",
+    "albert_config.json",
+    "eval_results.json",
+    "export",
+    run_record.RUN_FILE,
+)
+# Settings not recorded in run.json: where the run lives and whether to start it over.
+NOT_RECORDED = ("output_dir", "overwrite_output_dir")
+# Settings a re-run may change: they do not change the trained weights. Every other
+# PretrainingParams field, the model config and the input files (names and sizes), the init
+# checkpoint and the SentencePiece model (contents) must equal run.json's.
+# - eval_input_files, eval_batch_size, eval_every_steps, max_eval_steps: evaluation only (the
+#   final evaluation, eval_results.json, is made again by every invocation);
+# - save_checkpoints_steps, keep_checkpoint_max, steps_per_loop, export: when checkpoints, log
+#   lines and summaries are written, how many are kept, whether the model is exported;
+# - strategy, tpu, logical_cpus, jit_compile, recompute: how the same steps run (speed and
+#   memory; float rounding may differ slightly, but moving a preempted run to other hardware
+#   is a legitimate resume).
+MAY_DIFFER = (
+    "eval_input_files",
+    "eval_batch_size",
+    "eval_every_steps",
+    "max_eval_steps",
+    "save_checkpoints_steps",
+    "keep_checkpoint_max",
+    "steps_per_loop",
+    "export",
+    "strategy",
+    "tpu",
+    "logical_cpus",
+    "jit_compile",
+    "recompute",
+)
+
+
 def validate_params(params):
     """Checks values that need no strategy; raises InvalidFlagError naming the flag."""
     p = params
@@ -289,6 +337,40 @@ def load_config(params):
     if params.albert_config_file:
         return AlbertConfig.from_json_file(params.albert_config_file)
     return AlbertConfig.from_preset(params.preset)
+
+
+def _init_checkpoint_fingerprint(path):
+    """The content fingerprint of --init_checkpoint: a model directory's files, or a training
+    checkpoint's index (which holds a checksum of every tensor)."""
+    from albert_tf.train.warm_start import checkpoint_prefix
+
+    prefix = checkpoint_prefix(path)
+    if prefix is not None:
+        return run_record.files_fingerprint([prefix + ".index"])
+    return run_record.files_fingerprint(run_record.directory_files(path))
+
+
+def run_record_of(params, config):
+    """The run record (`albert_tf.train.run_record`) of a run: its model config, settings
+    (`params` with the precision resolved) and the fingerprints of its input files (names and
+    sizes: they are too large to read at every start), init checkpoint and SentencePiece model."""
+    from albert_tf.data.pipeline import list_files
+
+    p = params
+    return {
+        "version": run_record.VERSION,
+        "model": config.to_dict(),
+        "settings": run_record.settings_of(p, skip=NOT_RECORDED),
+        "data": {
+            "input_files": run_record.files_fingerprint(list_files(p.input_file), content=False),
+            "init_checkpoint_content": (
+                _init_checkpoint_fingerprint(p.init_checkpoint) if p.init_checkpoint else None
+            ),
+            "spm_model_content": (
+                run_record.files_fingerprint([p.spm_model_file]) if p.spm_model_file else None
+            ),
+        },
+    }
 
 
 def distributed_dataset(strategy, task, files, global_batch, is_training, seed, skip_steps=0):
@@ -387,7 +469,8 @@ class _Runner:
             checkpointing.check_same_settings(
                 AlbertConfig.from_json_file(stored).to_dict(), self.config.to_dict(), what
             )
-        restored = self.checkpointer.restore_latest(what)
+        # Started over: the chief removed the earlier run, which no process may restore.
+        restored = None if self.p.overwrite_output_dir else self.checkpointer.restore_latest(what)
         if restored:
             logging.info("Resuming from %s at step %d", restored, self.trainer.step)
         elif self.p.init_checkpoint:
@@ -513,6 +596,16 @@ def run_pretraining(params, strategy=None):
         keras.utils.set_random_seed(params.seed)
     tf.io.gfile.makedirs(params.output_dir)
     try:
+        # Before any write to --output_dir: refuse a run of other settings there, or remove it.
+        run_record.claim(
+            params.output_dir,
+            run_record_of(params, load_config(params)),
+            may_differ=MAY_DIFFER,
+            defaults=run_record.defaults_of(PretrainingParams),
+            overwrite=params.overwrite_output_dir,
+            outputs=RUN_OUTPUTS,
+            chief=strategy_lib.is_chief(strategy),
+        )
         runner = _Runner(params, strategy)
     finally:
         keras.config.set_dtype_policy(previous_policy)  # the model keeps its own policy

@@ -63,8 +63,9 @@ def _find_config(directory):
     return None
 
 
-def _checkpoint_prefix(path):
-    """A training-checkpoint prefix from a prefix, a checkpoint dir or a run's output dir."""
+def checkpoint_prefix(path):
+    """A training-checkpoint prefix from a prefix, a checkpoint dir or a run's output dir (None:
+    `path` holds no training checkpoint)."""
     if tf.io.gfile.exists(path + ".index"):
         return path
     for directory in (path, os.path.join(path, "checkpoints")):
@@ -77,7 +78,7 @@ def _checkpoint_prefix(path):
 
 def load_source(path, build_model):
     """The model held at `path` (see module doc); `build_model(config)` builds an empty one."""
-    prefix = _checkpoint_prefix(path)
+    prefix = checkpoint_prefix(path)
     if prefix is None:
         if tf.io.gfile.isdir(path) and _find_config(path):
             from albert_tf.models import model_dir

@@ -7,7 +7,7 @@ import types
 import numpy as np
 import pytest
 import tensorflow as tf
-from train_support import PRED, SEQ, checkpoint_values
+from train_support import PRED, SEQ, checkpoint_values, tiny_params
 
 from albert_tf.config import AlbertConfig
 from albert_tf.train import runner
@@ -70,24 +70,9 @@ def test_lamb_exclusions_on_the_pretrainer(records):
 
 
 def _params(records, output_dir, **overrides):
-    values = dict(
-        input_file=records["train"],
-        output_dir=output_dir,
-        albert_config_file=records["config"],
-        max_seq_length=SEQ,
-        max_predictions_per_seq=PRED,
-        train_batch_size=8,
-        eval_batch_size=8,
-        learning_rate=0.01,
-        num_train_steps=4,
-        num_warmup_steps=0,
-        save_checkpoints_steps=2,
-        steps_per_loop=2,
-        export=False,
-        jit_compile=False,
+    return tiny_params(
+        records, output_dir, **dict(dict(learning_rate=0.01, num_train_steps=4), **overrides)
     )
-    values.update(overrides)
-    return runner.PretrainingParams(**values)
 
 
 @pytest.mark.parametrize(

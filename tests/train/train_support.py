@@ -81,6 +81,28 @@ def tiny_flags(records, output_dir, **overrides):
     ]
 
 
+def tiny_params(records, output_dir, **overrides):
+    """PretrainingParams of a 2-step in-process run on the `records` fixture (no export)."""
+    from albert_tf.train.runner import PretrainingParams
+
+    values = dict(
+        input_file=records["train"],
+        output_dir=output_dir,
+        albert_config_file=records["config"],
+        max_seq_length=SEQ,
+        max_predictions_per_seq=PRED,
+        train_batch_size=8,
+        eval_batch_size=8,
+        num_train_steps=2,
+        num_warmup_steps=0,
+        save_checkpoints_steps=2,
+        steps_per_loop=2,
+        export=False,
+        jit_compile=False,
+    )
+    return PretrainingParams(**dict(values, **overrides))
+
+
 def run_script(args, env=None, timeout=240, **popen):
     """Runs scripts/run_pretraining.py in a fresh process."""
     full_env = dict(

@@ -33,7 +33,7 @@ import time  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli, files  # noqa: E402
-from albert_tf.optim.optimizers import OPTIMIZERS  # noqa: E402
+from albert_tf.optim.names import OPTIMIZERS  # noqa: E402
 from albert_tf.settings import InvalidFlagError  # noqa: E402
 
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))

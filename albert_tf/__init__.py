@@ -15,8 +15,10 @@ __version__ = "0.1.0"
 
 # Modules that register Keras-serializable classes ("albert_tf>AlbertClassifier", ...). They are
 # imported with the package, so `keras.saving.load_model` finds every saved albert_tf model after
-# a bare `import albert_tf`. Worker processes that never build a model (pretraining-data
-# creation) set ALBERT_TF_LIGHT_IMPORT=1 and skip them, and with them TensorFlow.
+# a bare `import albert_tf`. With ALBERT_TF_LIGHT_IMPORT=1 they are not, and with them TensorFlow:
+# worker processes that never build a model (pretraining-data creation) set it, and so do the
+# scripts, which call `register_serializable_classes()` once their flags and input files are
+# checked (albert_tf/cli.py). TensorFlow's C++ start-up log is filtered wherever it then loads.
 SERIALIZABLE_MODULES = (
     "albert_tf.layers.embedding",
     "albert_tf.layers.encoder",
@@ -50,15 +52,23 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
 
 
-def _register_serializable_classes():
+def register_serializable_classes():
+    """Imports the modules of `SERIALIZABLE_MODULES`, and TensorFlow with them: what `import
+    albert_tf` does unless ALBERT_TF_LIGHT_IMPORT=1."""
     import importlib
-    import os
 
-    if os.environ.get(LIGHT_IMPORT_ENV) == "1":
-        return
     with _env.startup_log_filter():  # TensorFlow loads here
         for module in SERIALIZABLE_MODULES:
             importlib.import_module(module)
 
 
-_register_serializable_classes()
+def _import():
+    import os
+
+    if os.environ.get(LIGHT_IMPORT_ENV) == "1":
+        _env.filter_startup_log_on_import()
+    else:
+        register_serializable_classes()
+
+
+_import()

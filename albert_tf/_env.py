@@ -2,6 +2,8 @@
 TF_CPP_MIN_LOG_LEVEL applied to the C++ log lines TensorFlow writes while it loads."""
 
 import contextlib
+import importlib.abc
+import importlib.util
 import os
 import re
 import sys
@@ -84,8 +86,17 @@ def startup_log_filter():
     written back to stderr at the end, except those. Does nothing when the level is 0 or unset,
     or when TensorFlow is already loaded.
     """
+    if "tensorflow" in sys.modules:
+        yield
+        return
+    with _filtered_fd2():
+        yield
+
+
+@contextlib.contextmanager
+def _filtered_fd2():
     level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")
-    if not level.isdigit() or int(level) == 0 or "tensorflow" in sys.modules:
+    if not level.isdigit() or int(level) == 0:
         yield
         return
     sys.stderr.flush()
@@ -104,3 +115,34 @@ def startup_log_filter():
                 sys.stderr.flush()
     finally:
         os.close(saved)
+
+
+class _FilteredImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds `tensorflow` as the other finders do, once, and runs its module inside the start-up
+    log filter."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow" or self not in sys.meta_path:
+            return None
+        sys.meta_path.remove(self)  # the other finders find it; later imports find it loaded
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        self.loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__loader__ = module.__spec__.loader = self.loader
+        with _filtered_fd2():
+            self.loader.exec_module(module)
+
+
+def filter_startup_log_on_import():
+    """Runs TensorFlow's first import, wherever it happens, inside `startup_log_filter` (for a
+    process that imported albert_tf without TensorFlow). Does nothing once TensorFlow is loaded.
+    """
+    if "tensorflow" not in sys.modules:
+        sys.meta_path.insert(0, _FilteredImport())

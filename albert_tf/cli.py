@@ -25,6 +25,13 @@ Any other exception is a bug and keeps its traceback (exit code 1).
 The scripts set TF_CPP_MIN_LOG_LEVEL=3 unless it is set already, which hides TensorFlow's C++ log
 (start-up lines such as "failed call to cuInit"); TF_CPP_MIN_LOG_LEVEL=0 shows it all. absl's
 Python log (the progress lines) is not affected.
+
+Failing fast: the scripts also set ALBERT_TF_LIGHT_IMPORT=1 (unless it is set), so importing
+albert_tf loads no TensorFlow (`albert_tf.SERIALIZABLE_MODULES`), and import the modules that need
+it inside `main`, which first checks the flags and the local input paths they name
+(`albert_tf.input_paths`) and then, in the scripts that build or load models, calls
+`load_tensorflow()`. A flag or path error comes within a second of start-up, not after
+TensorFlow's import (seconds); TensorFlow's start-up log is filtered wherever it loads.
 """
 
 import errno
@@ -159,6 +166,14 @@ def _checked(main, expected):
             fail(message)
 
     return checked_main
+
+
+def load_tensorflow():
+    """Imports TensorFlow and the modules of albert_tf's Keras classes, as a bare `import
+    albert_tf` does: what `main` calls once the flags and input paths are checked."""
+    import albert_tf
+
+    albert_tf.register_serializable_classes()
 
 
 def run(main, expected=()):

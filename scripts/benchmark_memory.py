@@ -37,6 +37,7 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 from absl import flags, logging  # noqa: E402

@@ -20,10 +20,11 @@ import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, input_paths  # noqa: E402
 from albert_tf.settings import InvalidFlagError  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -69,15 +70,17 @@ def _served(saved_model, examples, batch_size):
 
 def main(argv):
     del argv
-    from albert_tf import files
-    from albert_tf.finetune.task import task_from_description
-
     for flag in ("run_dir", "saved_model"):
         if not getattr(FLAGS, flag):
             raise InvalidFlagError(f"--{flag} is required")
+    input_paths.check_exists("saved_model", FLAGS.saved_model)
     for name in ("finetune.json", "predictions.json", "model.keras"):
         if not os.path.exists(os.path.join(FLAGS.run_dir, name)):
             raise InvalidFlagError(f"--run_dir={FLAGS.run_dir} has no {name} (a finished run?)")
+    cli.load_tensorflow()
+    from albert_tf import files
+    from albert_tf.finetune.task import task_from_description
+
     info = files.read_json(os.path.join(FLAGS.run_dir, "finetune.json"))
     if info["task"].get("kind") != "squad":
         raise InvalidFlagError(f"--run_dir={FLAGS.run_dir} is a {info['task'].get('kind')} run")

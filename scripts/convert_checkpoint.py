@@ -30,10 +30,11 @@ stderr with exit code 1.
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, input_paths  # noqa: E402
 from albert_tf.convert.checkpoint import SOURCE_FORMATS, TARGET_FORMATS  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -113,6 +114,10 @@ def _ignore_only_for_foreign(values):
 
 def main(argv):
     del argv  # cli.run refuses positional arguments
+    original = FLAGS.source_format == "original"  # a checkpoint prefix, or its directory
+    input_paths.check_exists("input", FLAGS.input, checkpoint=original)
+    input_paths.check_fields(FLAGS, ("config_file", "spm_model_file"))
+    cli.load_tensorflow()
     from albert_tf.convert.checkpoint import convert_checkpoint
 
     convert_checkpoint(

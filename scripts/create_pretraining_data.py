@@ -20,10 +20,11 @@ pipeline (pip install 'albert_tf[beam]'); Beam's own options go in one string, e
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, input_paths  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -148,8 +149,6 @@ def _check(condition, flag, message):
 
 def main(argv):
     del argv  # cli.run refuses positional arguments
-    from albert_tf.data import instances, masking, pretraining
-
     _check(
         bool(FLAGS.input_file) != bool(FLAGS.tfds_name),
         "input_file",
@@ -172,6 +171,11 @@ def main(argv):
         "with --runner the Beam "
         "runner's workers do the work: set them in --beam_options (e.g. --direct_num_workers=2)",
     )
+    # The local input paths, before anything loads TensorFlow (albert_tf/cli.py).
+    input_paths.check_matches("input_file", FLAGS.input_file or "", corpus=True)
+    input_paths.check_exists("spm_model_file", FLAGS.spm_model_file)
+    from albert_tf.data import instances, masking, pretraining
+
     if FLAGS.no_masking and FLAGS.dupe_factor > 1:
         logging.warning(
             "--no_masking with --dupe_factor=%d: the copies differ only in their segments; "

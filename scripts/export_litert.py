@@ -16,10 +16,11 @@ again (train texts calibrate the "int8" variant). See docs/litert.md.
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, input_paths  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -103,6 +104,8 @@ def main(argv):
         cli.fail(f"--max_eval_examples must be >= 0, got {FLAGS.max_eval_examples}")
     if FLAGS.max_windows < 1:
         cli.fail(f"--max_windows must be >= 1, got {FLAGS.max_windows}")
+    input_paths.check_exists("model_dir", FLAGS.model_dir)
+    cli.load_tensorflow()
     from albert_tf.export import litert
 
     model, task = _load()

@@ -24,10 +24,11 @@ import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, input_paths  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -80,8 +81,6 @@ def _agreement_texts(pair):
     if FLAGS.agreement_file:
         import tensorflow as tf
 
-        if not tf.io.gfile.exists(FLAGS.agreement_file):
-            cli.fail(f"--agreement_file={FLAGS.agreement_file} does not exist")
         with tf.io.gfile.GFile(FLAGS.agreement_file) as f:
             lines = [line for line in f.read().splitlines() if line.strip()]
         if pair:
@@ -172,6 +171,9 @@ def main(argv):
         cli.fail(f"--max_seq_length must be in [3, 512], got {FLAGS.max_seq_length}")
     if FLAGS.agreement_texts < 1:
         cli.fail(f"--agreement_texts must be >= 1, got {FLAGS.agreement_texts}")
+    paths = ("model_dir", "pretrained_dir", "spm_model_file", "agreement_file")
+    input_paths.check_fields(FLAGS, paths)  # before TensorFlow loads
+    cli.load_tensorflow()
     write_warmup = {"auto": "auto", "true": True, "false": False}[FLAGS.warmup]
     path = _export_finetuned(write_warmup) if FLAGS.model_dir else _export_backbone(write_warmup)
     logging.info("Exported %s", path)

@@ -14,7 +14,7 @@ Every --save_checkpoints_steps steps the dev set is scored with the task's metri
 (eval_results.json) and a checkpoint is saved; the best weights by the task's main metric are
 kept, saved as model.keras and, with --export_dir, exported for TF Serving. Re-running the same
 command after an interruption resumes where it stopped. Flags: albert_tf.finetune.params
-(training) and albert_tf.finetune.classification.ClassificationData (data).
+(training) and albert_tf.finetune.task_data.ClassificationData (data).
 The original google-research/albert script's flags work too, with their meaning, or are refused
 naming what to use instead (albert_tf/finetune/original_flags.py; docs/finetune.md).
 """
@@ -22,23 +22,21 @@ naming what to use instead (albert_tf/finetune/original_flags.py; docs/finetune.
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags  # noqa: E402
 
 from albert_tf import cli, settings  # noqa: E402
-from albert_tf.finetune.classification import (  # noqa: E402
-    ClassificationData,
-    SentenceClassificationTask,
-)
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
 from albert_tf.finetune.original_flags import CLASSIFIER  # noqa: E402
+from albert_tf.finetune.task_data import ClassificationData  # noqa: E402
 
 define_finetune_flags(ClassificationData, CLASSIFIER)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):
-    return run_from_flags(argv, ClassificationData, SentenceClassificationTask, CLASSIFIER)
+    return run_from_flags(argv, ClassificationData, "classification", CLASSIFIER)
 
 
 if __name__ == "__main__":

@@ -17,26 +17,31 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli, settings  # noqa: E402
-from albert_tf.train import runner  # noqa: E402
+from albert_tf.train.params import PretrainingParams, validate_params  # noqa: E402
 
 # One flag per PretrainingParams field: names, defaults, help texts and choices live there.
-settings.define_flags(runner.PretrainingParams)
+settings.define_flags(PretrainingParams)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def params_from_flags():
     """PretrainingParams from the parsed flags; --seed=-1 (any negative seed) means unseeded."""
     seed = flags.FLAGS.seed
-    return settings.from_flags(runner.PretrainingParams, seed=None if seed < 0 else seed)
+    return settings.from_flags(PretrainingParams, seed=None if seed < 0 else seed)
 
 
 def main(argv):
     del argv  # cli.run refuses positional arguments
     params = params_from_flags()
+    validate_params(params)  # before TensorFlow loads: input paths included
+    cli.load_tensorflow()
+    from albert_tf.train import runner
+
     result = runner.run_pretraining(params)  # errors and exit codes: albert_tf.cli
     logging.info(
         "Done at step %d. Checkpoints: %s  TensorBoard: %s%s",

@@ -12,25 +12,26 @@ the CoNLL evaluation counts them, per type, and token accuracy) and a checkpoint
 best weights by entity F1 are kept, saved as model.keras and, with --export_dir, exported for
 TF Serving (raw text in, entities with character offsets out). Re-running the same command after
 an interruption resumes where it stopped. Flags: albert_tf.finetune.params (training) and
-albert_tf.finetune.tagging.TaggingData (data).
+albert_tf.finetune.task_data.TaggingData (data).
 """
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags  # noqa: E402
 
 from albert_tf import cli, settings  # noqa: E402
 from albert_tf.finetune.cli import define_finetune_flags, run_from_flags  # noqa: E402
-from albert_tf.finetune.tagging import TaggingData, TokenClassificationTask  # noqa: E402
+from albert_tf.finetune.task_data import TaggingData  # noqa: E402
 
 define_finetune_flags(TaggingData)
 flags.adopt_module_key_flags(settings)  # listed by --help as this script's own flags
 
 
 def main(argv):
-    return run_from_flags(argv, TaggingData, TokenClassificationTask)
+    return run_from_flags(argv, TaggingData, "token_classification")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ run again, so re-running the same command resumes the study.
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 import concurrent.futures  # noqa: E402
 import itertools  # noqa: E402
@@ -35,8 +36,8 @@ import time  # noqa: E402
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli, files  # noqa: E402
-from albert_tf.optim.optimizers import OPTIMIZERS  # noqa: E402
+from albert_tf import cli, files, input_paths  # noqa: E402
+from albert_tf.optim.names import OPTIMIZERS  # noqa: E402
 from albert_tf.settings import InvalidFlagError  # noqa: E402
 
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))
@@ -250,6 +251,7 @@ def main(argv):
             )
     if FLAGS.jobs < 1:
         raise InvalidFlagError(f"--jobs must be >= 1, got {FLAGS.jobs}")
+    input_paths.check_fields(FLAGS, ("init_checkpoint", "spm_model_file"))
     starts = _starts()
     data_dir = os.path.join(FLAGS.output_dir, "data")
     if not FLAGS.report_only:

@@ -9,10 +9,11 @@ Example:
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
+os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli  # noqa: E402
+from albert_tf import cli, input_paths  # noqa: E402
 
 flags.DEFINE_string(
     "input",
@@ -92,6 +93,7 @@ def validate():
         cli.fail(
             f"--model_prefix is a prefix (PREFIX.model is written), got {FLAGS.model_prefix!r}"
         )
+    input_paths.check_matches("input", FLAGS.input, corpus=True)
 
 
 def main(argv):

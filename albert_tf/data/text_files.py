@@ -18,7 +18,6 @@ import dataclasses
 import io
 import json
 
-import tensorflow as tf
 from absl import logging
 
 from albert_tf.data.task_spec import DataError, label_parser, make_examples
@@ -61,6 +60,8 @@ def _rows_from_text(path, text, delimiter):
 def read_text(path):
     """The text of a UTF-8 file (a byte-order mark is dropped); DataError naming the line of bad
     bytes."""
+    import tensorflow as tf  # imported on use: conll.SCHEMES (the --tag_scheme choices) stays light
+
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"data file not found: {path}")
     with tf.io.gfile.GFile(path, "rb") as f:

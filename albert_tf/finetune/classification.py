@@ -13,7 +13,6 @@ first metric (Matthews for CoLA, Pearson for STS-B, accuracy otherwise).
 
 import dataclasses
 import os
-from typing import List, Optional
 
 import keras
 import numpy as np
@@ -25,51 +24,11 @@ from albert_tf.data.docstring_task import DOCSTRING_SOURCE, docstring_source_spl
 from albert_tf.data.task_spec import TaskSpec, custom_task
 from albert_tf.data.text_files import read_file_examples
 from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.finetune.task_data import ClassificationData
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.metrics import compute_metrics
 from albert_tf.models.preprocessor import AlbertPreprocessor
-from albert_tf.settings import InvalidFlagError, setting
-
-
-@dataclasses.dataclass
-class ClassificationData:
-    """Where the examples of a classification task come from (the data flags of
-    scripts/run_classifier.py)."""
-
-    task_name: Optional[str] = setting(
-        None,
-        "GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, mnli-mm, qnli, rte, wnli), "
-        "'docstring-source' (built in), or any name with --train_file.",
-        required=True,
-    )
-    data_dir: Optional[str] = setting(None, "GLUE download root (holding CoLA/, MNLI/, ...).")
-    use_tfds: bool = setting(False, "Read GLUE from prepared TFDS glue/* instead of TSV files.")
-    tfds_data_dir: Optional[str] = setting(
-        None, "TFDS data directory (default ~/tensorflow_datasets)."
-    )
-    train_file: Optional[str] = setting(None, "CSV/TSV/JSONL training file with named columns.")
-    dev_file: Optional[str] = setting(None, "Evaluation file (same columns as --train_file).")
-    test_file: Optional[str] = setting(None, "Unlabelled file to predict (text columns only).")
-    text_column: str = setting("text", "Column of the first text (files).")
-    text_pair_column: Optional[str] = setting(
-        None, "Column of the second text (files, pair tasks)."
-    )
-    label_column: str = setting("label", "Column of the label (files).")
-    labels: Optional[List[str]] = setting(
-        None, "Label names in id order (files; default: sorted labels found in --train_file)."
-    )
-    regression: bool = setting(False, "The label is a real number (files).")
-    skip_bad_lines: bool = setting(False, "Skip malformed lines (logged) instead of failing.")
-    truncation: str = setting(
-        "round_robin",
-        "How pairs are truncated (round_robin = the original's _truncate_seq_pair).",
-        choices=("round_robin", "longest_first"),
-    )
-    dynamic_padding: bool = setting(
-        False,
-        "Pad each batch to its longest example (multiple of "
-        "8) instead of max_seq_length. Not on TPU.",
-    )
+from albert_tf.settings import InvalidFlagError
 
 
 def _is_docstring_task(name):

@@ -5,19 +5,27 @@ A script is a few lines (see scripts/run_classifier.py):
 
     define_finetune_flags(ClassificationData, CLASSIFIER)
     def main(argv):
-        return run_from_flags(argv, ClassificationData, SentenceClassificationTask, CLASSIFIER)
+        return run_from_flags(argv, ClassificationData, "classification", CLASSIFIER)
     cli.run(main)
 
 With an `original` table (`albert_tf.finetune.original_flags`), the original google-research
 script's flags are accepted too, with its meaning, or refused naming what to use instead.
+
+The settings are validated and their local input paths checked before TensorFlow loads
+(`settings_from_flags`; this module imports none of it), so a bad flag or a missing file is
+reported within a second.
 """
 
 import sys
 
 from absl import flags
 
+from albert_tf import input_paths
+from albert_tf.cli import load_tensorflow
 from albert_tf.finetune import original_flags
-from albert_tf.finetune.params import FinetuneParams
+from albert_tf.finetune.params import FinetuneParams, validate
+from albert_tf.finetune.task import task_class
+from albert_tf.finetune.task_data import INPUT_PATHS
 from albert_tf.settings import define_flags, from_flags
 
 
@@ -30,17 +38,30 @@ def define_finetune_flags(data_cls, original=None):
         original_flags.define_original_flags(original)
 
 
-def run_from_flags(argv, data_cls, task_cls, original=None):
-    """Applies the `original` script's flags (the table given to `define_finetune_flags`),
-    builds the params and the task from the parsed flags, runs `run_finetuning` and prints
-    where the outputs are."""
-    del argv  # albert_tf.cli.run refuses positional arguments
-    from albert_tf.finetune.runner import run_finetuning
-
+def settings_from_flags(data_cls, original=None):
+    """(FinetuneParams, `data_cls` settings) from the parsed flags, after the `original` script's
+    flags are applied; raises InvalidFlagError naming a flag with an invalid value or an input
+    path that does not exist."""
     if original is not None:
         original_flags.apply_original_flags(original, flags.FLAGS)
     params = from_flags(FinetuneParams)
-    task = task_cls(from_flags(data_cls), seed=params.seed)
+    validate(params)
+    data = from_flags(data_cls)
+    input_paths.check_fields(params, ("init_checkpoint", "spm_model_file"), ("init_checkpoint",))
+    input_paths.check_fields(data, INPUT_PATHS)
+    return params, data
+
+
+def run_from_flags(argv, data_cls, kind, original=None):
+    """`settings_from_flags` (before TensorFlow loads), then builds the task of `kind` (a key of
+    `albert_tf.finetune.task.TASK_KINDS`), runs `run_finetuning` and prints where the outputs
+    are."""
+    del argv  # albert_tf.cli.run refuses positional arguments
+    params, data = settings_from_flags(data_cls, original)
+    load_tensorflow()
+    from albert_tf.finetune.runner import run_finetuning
+
+    task = task_class(kind)(data, seed=params.seed)
     result = run_finetuning(params, task)
     best, verdict = result["best"], result.get("baseline_verdict")
     for warning in result.get("warnings", []):

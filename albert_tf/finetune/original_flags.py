@@ -19,7 +19,7 @@ setting two different values is an InvalidFlagError naming both.
 
 >>> from absl import flags
 >>> from albert_tf.finetune.params import FinetuneParams
->>> from albert_tf.finetune.squad import SquadData
+>>> from albert_tf.finetune.task_data import SquadData
 >>> from albert_tf.settings import define_flags, from_flags
 >>> values = flags.FlagValues()
 >>> define_flags(FinetuneParams, values)
@@ -38,6 +38,7 @@ import os
 
 from absl import flags, logging
 
+from albert_tf import input_paths
 from albert_tf.settings import InvalidFlagError
 
 #: Where a TF1 checkpoint given as --init_checkpoint is converted to (under --output_dir).
@@ -201,17 +202,18 @@ class IterationsPerLoop:
 
 def _is_tf1_checkpoint(path):
     """Whether `path` is an original (TF1) checkpoint: a prefix with an .index file, or a
-    directory holding one and no model directory's config.json."""
-    import tensorflow as tf
-
+    directory holding one and no model directory's config.json (local paths: no TensorFlow)."""
+    gfile = input_paths.gfile_for(path)
+    if gfile.exists(path + ".index"):
+        return True
+    if not gfile.isdir(path):
+        return False
+    names = gfile.listdir(path)
+    if not any(n.endswith(".index") for n in names):
+        return False  # our model directories hold none: decided without TensorFlow
     from albert_tf.models import model_dir
 
-    if tf.io.gfile.exists(path + ".index"):
-        return True
-    if not tf.io.gfile.isdir(path):
-        return False
-    names = tf.io.gfile.listdir(path)
-    return model_dir.CONFIG_FILE not in names and any(n.endswith(".index") for n in names)
+    return model_dir.CONFIG_FILE not in names
 
 
 class InitCheckpoint:

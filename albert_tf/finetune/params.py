@@ -13,7 +13,7 @@ stride) live in the task's own dataclass (`ClassificationData`, `TaggingData`).
 import dataclasses
 from typing import Optional
 
-from albert_tf.optim.optimizers import OPTIMIZERS
+from albert_tf.optim.names import OPTIMIZERS
 from albert_tf.precision import PRECISIONS
 from albert_tf.settings import InvalidFlagError, setting
 

@@ -17,7 +17,6 @@ raw (article, question, options).
 import dataclasses
 import os
 import time
-from typing import Optional
 
 import keras
 import numpy as np
@@ -26,31 +25,13 @@ from absl import logging
 from albert_tf import files
 from albert_tf.data import race
 from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.finetune.task_data import RaceData
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.preprocessor import AlbertPreprocessor
-from albert_tf.settings import InvalidFlagError, setting
+from albert_tf.settings import InvalidFlagError
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 PREDICTIONS_FILE = "predict_results.json"
-
-
-@dataclasses.dataclass
-class RaceData:
-    """Where the RACE questions come from (the data flags of scripts/run_race.py)."""
-
-    data_dir: Optional[str] = setting(
-        None,
-        "RACE download root holding RACE/{train,dev,test}/{middle,"
-        "high}/*.txt (or the RACE directory itself).",
-        required=True,
-    )
-    high_only: bool = setting(False, "Only the high-school questions.")
-    middle_only: bool = setting(False, "Only the middle-school questions.")
-    max_qa_length: int = setting(
-        128,
-        "Pieces kept from the END of each question + option; the "
-        "article fills the rest of --max_seq_length.",
-    )
 
 
 def _softmax(logits):

@@ -19,7 +19,6 @@ null_odds.json are written for the dev file as the original does.
 import base64
 import dataclasses
 import os
-from typing import Optional
 
 import numpy as np
 from absl import logging
@@ -27,40 +26,15 @@ from absl import logging
 from albert_tf.data import squad as squad_data
 from albert_tf.finetune import squad_predictions
 from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.finetune.task_data import SquadData
 from albert_tf.models.squad_metrics import squad_v1_scores, squad_v2_scores
-from albert_tf.settings import InvalidFlagError, setting
+from albert_tf.settings import InvalidFlagError
 
 
 def default_cache_dir():
     """~/.cache/albert_tf/squad (or $XDG_CACHE_HOME/albert_tf/squad)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(root, "albert_tf", "squad")
-
-
-@dataclasses.dataclass
-class SquadData:
-    """The SQuAD files and settings (the data flags of scripts/run_squad.py; the original's
-    names and defaults)."""
-
-    train_file: Optional[str] = setting(
-        None, "SQuAD JSON for training (train-v1.1.json, train-v2.0.json)."
-    )
-    predict_file: Optional[str] = setting(
-        None,
-        "SQuAD JSON scored during training and answered at the end (dev-v1.1.json, dev-v2.0.json).",
-    )
-    version_2_with_negative: bool = setting(
-        False, "SQuAD 2.0: questions may have no answer (the answerability head)."
-    )
-    doc_stride: int = setting(128, "Context pieces between the starts of two windows.")
-    max_query_length: int = setting(64, "Question pieces kept (the rest is cut).")
-    n_best_size: int = setting(20, "Candidate answers kept per question (nbest_predictions).")
-    max_answer_length: int = setting(30, "Longest answer, in pieces.")
-    start_n_top: int = setting(5, "v2: start positions in the beam.")
-    end_n_top: int = setting(5, "v2: end positions per start in the beam.")
-    feature_cache_dir: Optional[str] = setting(
-        None, "Where the features are cached as TFRecords (default ~/.cache/albert_tf/squad)."
-    )
 
 
 class SquadTask(FinetuneTask):

@@ -17,7 +17,6 @@ entity F1 (token accuracy for a plain tag set such as POS tags). The export tags
 import collections
 import dataclasses
 import os
-from typing import List, Optional
 
 import keras
 import numpy as np
@@ -27,55 +26,14 @@ from albert_tf import files
 from albert_tf.data import conll
 from albert_tf.data.docstring_entities import DOCSTRING_CODE, docstring_code_splits
 from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.finetune.task_data import TaggingData
 from albert_tf.models.entity_metrics import entity_scores, most_frequent_tag_baseline
 from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.models.token_classifier import AlbertTokenClassifier
-from albert_tf.settings import InvalidFlagError, setting
+from albert_tf.settings import InvalidFlagError
 from albert_tf.text.word_windows import WordWindows, window_labels, window_sizes, word_logits
 
 PREDICTIONS_FILE = "{split}_predictions.txt"
-
-
-@dataclasses.dataclass
-class TaggingData:
-    """Where the tagged sentences come from (the data flags of scripts/run_token_classifier.py)."""
-
-    task_name: str = setting(
-        "ner",
-        "Name of the task (logs, finetune.json); 'docstring-code' "
-        "without files is the built-in task (find the code in docstrings "
-        "of the installed packages).",
-    )
-    train_file: Optional[str] = setting(
-        None,
-        "Training file: CoNLL columns (word first, blank "
-        "lines between sentences) or .jsonl with tokens/tags.",
-    )
-    dev_file: Optional[str] = setting(None, "Evaluation file (same format).")
-    test_file: Optional[str] = setting(
-        None, "File to tag (CoNLL: words in column 0; JSONL: tokens)."
-    )
-    tag_column: int = setting(
-        -1,
-        "CoNLL files: the column of the tag (0 is the word; -1 the "
-        "last, as CoNLL-2003's NER column).",
-    )
-    tag_scheme: str = setting(
-        "auto",
-        "Tag scheme of the files (converted to IOB2); auto detects it per file.",
-        choices=conll.SCHEMES + ("auto",),
-    )
-    tokens_key: str = setting("tokens", "JSONL files: the key of the word list.")
-    tags_key: str = setting("tags", "JSONL files: the key of the tag list.")
-    labels: Optional[List[str]] = setting(
-        None, "Tag names in id order (default: the tags of --train_file, O first)."
-    )
-    stride: Optional[int] = setting(
-        None,
-        "Pieces between the starts of the sliding windows over "
-        "a sentence longer than max_seq_length - 2 (default: half "
-        "a window).",
-    )
 
 
 def _has_entities(labels):

@@ -158,12 +158,16 @@ TASK_KINDS = {
 }
 
 
-def task_from_description(description):
-    """Rebuilds a task from finetune.json's "task" entry (any kind in `TASK_KINDS`)."""
+def task_class(kind):
+    """The `FinetuneTask` class of `kind` (a key of `TASK_KINDS`), its module imported now."""
     import importlib
 
-    kind = description.get("kind")
     if kind not in TASK_KINDS:
         raise ValueError(f"unknown task kind {kind!r}; known: {sorted(TASK_KINDS)}")
     module, name = TASK_KINDS[kind]
-    return getattr(importlib.import_module(module), name).from_description(description)
+    return getattr(importlib.import_module(module), name)
+
+
+def task_from_description(description):
+    """Rebuilds a task from finetune.json's "task" entry (any kind in `TASK_KINDS`)."""
+    return task_class(description.get("kind")).from_description(description)

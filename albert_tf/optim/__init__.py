@@ -5,28 +5,21 @@
 >>> optimizer = create_optimizer("lamb", schedule)
 """
 
-from albert_tf.optim.clipping import clip_by_global_norm, global_norm
-from albert_tf.optim.optimizers import (
-    DEFAULT_EXCLUSIONS,
-    OPTIMIZERS,
-    AdamW,
-    AdamWeightDecay,
-    Lamb,
-    create_optimizer,
-)
-from albert_tf.optim.schedules import WarmupPolynomialDecay
+from albert_tf._lazy import lazy_attributes
 
-__all__ = [
-    "AdamW",
-    "AdamWeightDecay",
-    "DEFAULT_EXCLUSIONS",
-    "Lamb",
-    "OPTIMIZERS",
-    "WarmupPolynomialDecay",
-    "clip_by_global_norm",
-    "create_optimizer",
-    "global_norm",
-]
-from albert_tf._lazy import lazy_attributes  # noqa: E402
+# Imported on first use, so that `albert_tf.optim.names` (the --optimizer choices) loads without
+# TensorFlow.
+_EXPORTS = {
+    "AdamW": "albert_tf.optim.optimizers",
+    "AdamWeightDecay": "albert_tf.optim.optimizers",
+    "DEFAULT_EXCLUSIONS": "albert_tf.optim.optimizers",
+    "Lamb": "albert_tf.optim.optimizers",
+    "OPTIMIZERS": "albert_tf.optim.names",
+    "WarmupPolynomialDecay": "albert_tf.optim.schedules",
+    "clip_by_global_norm": "albert_tf.optim.clipping",
+    "create_optimizer": "albert_tf.optim.optimizers",
+    "global_norm": "albert_tf.optim.clipping",
+}
+__all__ = sorted(_EXPORTS)
 
-__getattr__, __dir__ = lazy_attributes(__name__)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

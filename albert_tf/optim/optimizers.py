@@ -47,12 +47,10 @@ import keras
 import tensorflow as tf
 
 from albert_tf.optim.clipping import clip_by_global_norm, to_dense
+from albert_tf.optim.names import OPTIMIZERS  # re-exported: albert_tf.optim.optimizers.OPTIMIZERS
 
 # The original's exclusion list plus the Keras names of LayerNormalization's weights.
 DEFAULT_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias", r"(^|[/_])(gamma|beta)(:\d+)?$")
-
-# The names `create_optimizer` (and the scripts' --optimizer) accept.
-OPTIMIZERS = ("adamw", "adamw_original", "lamb")
 
 
 def _compile(patterns, argument):

@@ -21,8 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.errors import UserError
-
-STRATEGIES = ("tpu", "multi_worker", "mirrored", "one_device")
+from albert_tf.train.params import STRATEGIES  # re-exported: albert_tf.train.strategy.STRATEGIES
 
 
 class StrategyError(UserError, RuntimeError):

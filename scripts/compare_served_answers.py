@@ -84,7 +84,7 @@ def main(argv):
     info = files.read_json(os.path.join(FLAGS.run_dir, "finetune.json"))
     if info["task"].get("kind") != "squad":
         raise InvalidFlagError(f"--run_dir={FLAGS.run_dir} is a {info['task'].get('kind')} run")
-    task = task_from_description(info["task"])
+    task = task_from_description(info["task"], FLAGS.run_dir)
     task.load(["dev"])
     examples = list(task.examples["dev"])
     written = files.read_json(os.path.join(FLAGS.run_dir, "predictions.json"))

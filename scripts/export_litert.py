@@ -81,7 +81,7 @@ def _load():
         info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
     except ValueError as e:  # not valid JSON: names the file and line
         cli.fail(str(e))
-    task = task_from_description(info["task"])
+    task = task_from_description(info["task"], FLAGS.model_dir)
     if task.kind not in ("classification", "token_classification", "squad"):
         cli.fail(
             f"--model_dir={FLAGS.model_dir} holds a {task.kind!r} model; LiteRT export "

@@ -112,7 +112,7 @@ def _export_finetuned(write_warmup):
                 "finished run_*.py fine-tuning script?)"
             )
     info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
-    task = task_from_description(info["task"])
+    task = task_from_description(info["task"], FLAGS.model_dir)
     extra = {}
     if FLAGS.compute_dtype != "float32":
         if "compute_dtype" not in inspect.signature(task.export).parameters:

@@ -81,6 +81,33 @@ def read_tagged(
     return read_conll(path, tag_column, scheme=scheme, labelled=labelled)
 
 
+def has_tags(path, tag_column=-1, tags_key="tags"):
+    r"""Whether a file has tags: a JSON-lines file's first record has `tags_key`; a CoNLL file's
+    first word line has the column `tag_column` (any column after the word for -1).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "test.txt")
+    >>> _ = open(path, "w").write("-DOCSTART- -X- O O\n\nEU NNP I-ORG\n")
+    >>> has_tags(path), has_tags(path, tag_column=3)
+    (True, False)
+    """
+    path = os.fspath(path)
+    for line in read_text(path).split("\n"):
+        text = line.strip(_BLANK)
+        if path.lower().endswith((".jsonl", ".json")):
+            if not text:
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError:
+                return False
+            return isinstance(record, dict) and tags_key in record
+        fields = _FIELD_SEPARATOR.split(text) if text else []
+        if fields and fields[0] != DOCSTART:
+            return len(fields) > (tag_column if tag_column > 0 else 1)
+    return False
+
+
 def read_conll(path, tag_column=-1, scheme="auto", labelled=True):
     """Reads a CoNLL column file: the word in column 0, the tag in `tag_column` (may be negative).
 

@@ -155,6 +155,32 @@ def _collect(path, records, parse_label, num_texts, label_column, skip_bad_lines
     return texts, pairs, labels
 
 
+def file_columns(path):
+    """The column names of a CSV/TSV file's header row or of a JSON-lines file's first record
+    (what `read_file_examples` can read from it).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "test.tsv")
+    >>> _ = open(path, "w").write("review\\tstars\\nGreat!\\tgood\\n")
+    >>> file_columns(path)
+    ['review', 'stars']
+    """
+    lower = path.lower()
+    text = read_text(path)
+    if lower.endswith((".jsonl", ".json")):
+        for line in io.StringIO(text):
+            if line.strip():
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    return []
+                return sorted(record) if isinstance(record, dict) else []
+        return []
+    delimiter = "," if lower.endswith(".csv") else "\t"
+    first = next(_rows_from_text(path, text, delimiter), None)
+    return [h.strip() for h in first[1]] if first and first[1] else []
+
+
 def read_file_examples(task, path, labelled=True, skip_bad_lines=False, infer_labels=False):
     """Reads a CSV (.csv), TSV (.tsv, .txt) or JSON-lines (.jsonl, .json) file with named columns.
 

@@ -14,16 +14,20 @@ first metric (Matthews for CoLA, Pearson for STS-B, accuracy otherwise).
 import dataclasses
 import os
 
-import keras
 import numpy as np
 from absl import logging
 
-from albert_tf import files
 from albert_tf.data import glue
 from albert_tf.data.docstring_task import DOCSTRING_SOURCE, docstring_source_splits
 from albert_tf.data.task_spec import TaskSpec, custom_task
-from albert_tf.data.text_files import read_file_examples
-from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.data.text_files import file_columns, read_file_examples
+from albert_tf.finetune.task import (
+    Features,
+    FinetuneTask,
+    describe_preprocessor,
+    preprocessor_of,
+    write_tsv,
+)
 from albert_tf.finetune.task_data import ClassificationData
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.metrics import compute_metrics
@@ -39,8 +43,9 @@ def load_task_splits(data, wanted=("train", "dev"), seed=0):
     """Reads the `wanted` splits; returns (TaskSpec, {split: Examples}).
 
     Files (`train_file`/`dev_file`/`test_file`) make a custom task named `task_name` (labels
-    from `labels` or the training file); "docstring-source" is the built-in task; any other name
-    is a GLUE task read from `data_dir` TSVs or, with `use_tfds`, prepared TFDS data.
+    from `labels` or the training file; the test file's labels are read when it has the label
+    column); "docstring-source" is the built-in task; any other name is a GLUE task read from
+    `data_dir` TSVs or, with `use_tfds`, prepared TFDS data.
     """
     if data.train_file or data.dev_file or data.test_file:
         spec = custom_task(
@@ -61,10 +66,11 @@ def load_task_splits(data, wanted=("train", "dev"), seed=0):
         splits = {}
         for split in ("train", "dev", "test"):
             if split in wanted:
+                labelled = split != "test" or spec.label_column in file_columns(paths[split])
                 splits[split], spec = read_file_examples(
                     spec,
                     paths[split],
-                    labelled=split != "test",
+                    labelled=labelled,
                     skip_bad_lines=data.skip_bad_lines,
                     infer_labels=not spec.is_regression and not spec.labels,
                 )
@@ -96,19 +102,18 @@ def _text_inputs(examples):
     return inputs
 
 
-def count_truncated(examples, preprocessor, batch_size=1024):
-    """Number of examples whose [CLS] a [SEP] (b [SEP]) is longer than the preprocessor's
-    seq_length."""
+def sequence_lengths(examples, preprocessor, batch_size=1024):
+    """Length of each example's [CLS] a [SEP] (b [SEP]) in pieces, before truncation (int
+    array)."""
     specials = 3 if examples.text_pairs is not None else 2
-    truncated = 0
+    found = []
     for start in range(0, len(examples), batch_size):
-        total = preprocessor.token_lengths(examples.texts[start : start + batch_size])
+        total = preprocessor.token_lengths(examples.texts[start : start + batch_size]).numpy()
         if examples.text_pairs is not None:
-            total = total + preprocessor.token_lengths(
-                examples.text_pairs[start : start + batch_size]
-            )
-        truncated += int(np.sum(total.numpy() + specials > preprocessor.seq_length))
-    return truncated
+            pairs = examples.text_pairs[start : start + batch_size]
+            total = total + preprocessor.token_lengths(pairs).numpy()
+        found.append(total.astype(np.int64) + specials)
+    return np.concatenate(found) if found else np.zeros([0], np.int64)
 
 
 def majority_rate(labels):
@@ -127,13 +132,14 @@ class SentenceClassificationTask(FinetuneTask):
     """
 
     kind = "classification"
-    output_files = ("dev_results.tsv", "test_results.tsv", "submit_results.tsv")
+    output_files = ("submit_results.tsv",)
 
     def __init__(self, data, seed=0, spec=None):
         self.data = data
         self.seed = seed
         self.spec = spec
         self.splits = {}
+        self.lengths = {}
         self.preprocessor = None
 
     # ------------------------------------------------------------------ description
@@ -166,19 +172,21 @@ class SentenceClassificationTask(FinetuneTask):
             raise InvalidFlagError(
                 "--dynamic_padding needs dynamic shapes: not with --strategy=tpu"
             )
+        dynamic = self.data.dynamic_padding
         self.preprocessor = AlbertPreprocessor(
             spm_model,
             lower_case=lower_case,
             seq_length=seq_length,
             truncation=self.data.truncation,
-            dynamic_padding=self.data.dynamic_padding,
+            dynamic_padding=not static_shapes if dynamic is None else dynamic,
             tex_quotes=tex_quotes,
         )
 
     def load(self, splits):
         self.spec, self.splits = load_task_splits(self.data, splits, self.seed)
         for split, examples in self.splits.items():
-            truncated = count_truncated(examples, self.preprocessor)
+            self.lengths[split] = sequence_lengths(examples, self.preprocessor)
+            truncated = int(np.sum(self.lengths[split] > self.preprocessor.seq_length))
             logging.info(
                 "%s: %d examples from %s; %d (%.1f%%) longer than max_seq_length=%d are truncated",
                 split,
@@ -201,6 +209,12 @@ class SentenceClassificationTask(FinetuneTask):
 
     def input_transform(self):
         return self.preprocessor
+
+    def sequence_lengths(self, split):
+        return self.lengths.get(split)
+
+    def is_labelled(self, split):
+        return self.splits[split].labels is not None
 
     def baselines(self):
         dev = self.splits.get("dev")
@@ -248,22 +262,40 @@ class SentenceClassificationTask(FinetuneTask):
         return results
 
     def write_predictions(self, predictions, split, output_dir):
-        """<split>_results.tsv (per-class probabilities, or the score, one line per example)
-        and, for the test split, submit_results.tsv ("index<TAB>prediction" with label names,
-        the GLUE submission format)."""
+        """<split>_results.tsv: a header row, then per example its index, text(s), gold label
+        (when the split has labels) and predicted label by name with each label's probability
+        (regression: the gold and predicted scores); for the test split also submit_results.tsv
+        ("index<TAB>prediction" with label names, the GLUE submission format)."""
+        examples = self.splits[split]
+        pair = examples.text_pairs is not None
+        header = ["index", "text"] + (["text_pair"] if pair else [])
+        gold = examples.labels
         if self.spec.is_regression:
-            results = [f"{s:.6f}" for s in predictions["scores"]]
-            submit = results
+            header += (["label"] if gold is not None else []) + ["prediction"]
+            submit = [f"{s:.6f}" for s in predictions["scores"]]
+            extra = [[float(s)] for s in predictions["scores"]]
         else:
-            results = ["\t".join(f"{p:.6f}" for p in row) for row in predictions["probabilities"]]
-            submit = [self.spec.labels[i] for i in predictions["labels"]]
-        files.write_atomic(
-            os.path.join(output_dir, f"{split}_results.tsv"), "\n".join(results) + "\n"
-        )
+            names = list(self.spec.labels)
+            header += (["label"] if gold is not None else []) + ["prediction"]
+            header += [f"probability_{name}" for name in names]
+            submit = [names[int(i)] for i in predictions["labels"]]
+            extra = [
+                [submit[i], *map(float, row)] for i, row in enumerate(predictions["probabilities"])
+            ]
+        rows = []
+        for i in range(len(examples)):
+            row = [i, examples.texts[i]] + ([examples.text_pairs[i]] if pair else [])
+            if gold is not None:
+                row.append(
+                    float(gold[i]) if self.spec.is_regression else self.spec.labels[int(gold[i])]
+                )
+            rows.append(row + extra[i])
+        write_tsv(os.path.join(output_dir, f"{split}_results.tsv"), header, rows)
         if split == "test":
-            lines = ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(submit)]
-            files.write_atomic(
-                os.path.join(output_dir, "submit_results.tsv"), "\n".join(lines) + "\n"
+            write_tsv(
+                os.path.join(output_dir, "submit_results.tsv"),
+                ["index", "prediction"],
+                list(enumerate(submit)),
             )
         logging.info("Wrote %d %s predictions to %s", len(submit), split, output_dir)
 
@@ -307,11 +339,11 @@ class SentenceClassificationTask(FinetuneTask):
             "pair": self.spec.is_pair,
             "labels": list(self.spec.labels or []) or None,
             "regression": self.spec.is_regression,
-            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+            **describe_preprocessor(self.preprocessor),
         }
 
     @classmethod
-    def from_description(cls, description):
+    def from_description(cls, description, directory=None):
         values = dict(description["spec"])
         for key, value in values.items():
             if isinstance(value, list):
@@ -321,5 +353,5 @@ class SentenceClassificationTask(FinetuneTask):
         task = cls(
             ClassificationData(**description["data"]), seed=description.get("seed", 0), spec=spec
         )
-        task.preprocessor = keras.saving.deserialize_keras_object(description["preprocessor"])
+        task.preprocessor = preprocessor_of(description, directory)
         return task

@@ -6,8 +6,8 @@ stride) live in the task's own dataclass (`ClassificationData`, `TaggingData`).
 
 >>> params = FinetuneParams(output_dir="/tmp/run", preset="albert_tiny")
 >>> validate(params)
->>> params.learning_rate, params.num_train_steps
-(2e-05, 1000)
+>>> params.learning_rate, params.num_train_steps  # None: the default of the model's size
+(None, 1000)
 """
 
 import dataclasses
@@ -74,7 +74,12 @@ class FinetuneParams:
         "LayerNorm weights and biases get no weight decay.",
         choices=OPTIMIZERS,
     )
-    learning_rate: float = setting(2e-5, "Peak learning rate (linear warmup, then linear decay).")
+    learning_rate: Optional[float] = setting(
+        None,
+        "Peak learning rate (linear warmup, then linear decay). Default: by model size and "
+        "--optimizer (albert_tf.optim.learning_rates; adamw: 1e-3 below base size, 2e-5 for "
+        "base and large, 1e-5 for xlarge and xxlarge), logged.",
+    )
     num_train_steps: int = setting(1000, "Optimizer steps, exactly (Table 14 'Train steps').")
     num_train_epochs: Optional[float] = setting(
         None,
@@ -160,7 +165,7 @@ def validate(params):
         )
     if p.num_train_epochs is not None and not p.num_train_epochs > 0:
         raise InvalidFlagError(f"--num_train_epochs must be > 0, got {p.num_train_epochs}")
-    if not p.learning_rate > 0:
+    if p.learning_rate is not None and not p.learning_rate > 0:
         raise InvalidFlagError(f"--learning_rate must be > 0, got {p.learning_rate}")
     if not 3 <= p.max_seq_length <= 512:
         raise InvalidFlagError(f"--max_seq_length must be in [3, 512], got {p.max_seq_length}")

@@ -18,13 +18,18 @@ import dataclasses
 import os
 import time
 
-import keras
 import numpy as np
 from absl import logging
 
 from albert_tf import files
 from albert_tf.data import race
-from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.finetune.task import (
+    Features,
+    FinetuneTask,
+    describe_preprocessor,
+    preprocessor_of,
+    write_tsv,
+)
 from albert_tf.finetune.task_data import RaceData
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.preprocessor import AlbertPreprocessor
@@ -158,6 +163,13 @@ class RaceTask(FinetuneTask):
     def input_transform(self):
         return race.model_inputs
 
+    def sequence_lengths(self, split):
+        """Per question, its longest choice's pieces with [CLS]/[SEP] (after truncation)."""
+        return self.packed[split].segment_lengths[..., 1].max(axis=-1).astype(np.int64)
+
+    def is_labelled(self, split):
+        return self.examples[split].labels is not None
+
     def baselines(self):
         dev = self.examples.get("dev")
         if dev is None or dev.labels is None:
@@ -195,8 +207,30 @@ class RaceTask(FinetuneTask):
         """predict_results.json (dev_results.json for the dev split): {"metrics": accuracies
         (when the split has answers) or null,
         "predictions": [{"id", "question", "level", "answer" (letter), "probabilities"}]}
-        ("question" is the question's 0-based index in its article)."""
+        ("question" is the question's 0-based index in its article); <split>_results.tsv: a
+        header row, then per question its id, index in the article, text, level, gold letter
+        (when the split has answers), predicted letter and each option's probability."""
         examples = self.examples[split]
+        gold = examples.labels
+        header = ["id", "question_index", "question", "level"]
+        header += (["label"] if gold is not None else []) + ["prediction"]
+        header += [f"probability_{letter}" for letter in race.LETTERS[: race.NUM_CHOICES]]
+        write_tsv(
+            os.path.join(output_dir, f"{split}_results.tsv"),
+            header,
+            [
+                [
+                    examples.example_ids[i],
+                    int(examples.question_index[i]),
+                    examples.questions[i],
+                    str(examples.levels[i]),
+                    *([race.LETTERS[int(gold[i])]] if gold is not None else []),
+                    race.LETTERS[int(predictions["answers"][i])],
+                    *map(float, predictions["probabilities"][i]),
+                ]
+                for i in range(len(examples))
+            ],
+        )
         rows = [
             {
                 "id": examples.example_ids[i],
@@ -248,11 +282,11 @@ class RaceTask(FinetuneTask):
             "kind": self.kind,
             "name": self.name,
             "data": dataclasses.asdict(self.data),
-            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+            **describe_preprocessor(self.preprocessor),
         }
 
     @classmethod
-    def from_description(cls, description):
+    def from_description(cls, description, directory=None):
         task = cls(RaceData(**description["data"]))
-        task.preprocessor = keras.saving.deserialize_keras_object(description["preprocessor"])
+        task.preprocessor = preprocessor_of(description, directory)
         return task

@@ -3,10 +3,13 @@
 What it does, in order:
 1. checks the settings, creates the strategy, finds the SentencePiece model and checks it
    against the model (vocabulary size, special ids);
-2. reads the task's data (`task.load`) and builds its features;
+2. reads the task's data (`task.load`), logs its length percentiles (and a `--max_seq_length`
+   hint when most of each window is padding: `albert_tf.finetune.lengths`) and builds its
+   features; off TPU every batch is padded to its longest row only (`inputs.trim_padding`);
 3. builds the model (from `init_checkpoint` or a preset) and compiles it with the fine-tuning
-   defaults (`--optimizer`, bias-corrected AdamW unless told otherwise; warmup + linear decay
-   over exactly `num_train_steps`; clipping);
+   defaults (`--optimizer`, bias-corrected AdamW unless told otherwise, at the learning rate of
+   the model's size unless given: `albert_tf.optim.learning_rates`; warmup + linear decay over
+   exactly `num_train_steps`; clipping);
 4. compares the run with the one recorded in `output_dir/run.json` (every setting that changes
    the result, the train and dev data, the init checkpoint: a difference is refused naming
    them; `MAY_DIFFER` lists the settings that may change) or, with `overwrite_output_dir`,
@@ -18,8 +21,10 @@ What it does, in order:
    task's main metric (`best.weights.h5`), rewrites `eval_results.json`, writes TensorBoard
    summaries (`logs/train`: loss, learning rate, examples/s; `logs/eval`: every dev metric) and
    saves a checkpoint;
-6. loads the best weights, saves `model.keras` and `finetune.json`, writes the test predictions
-   and exports for TF Serving.
+6. loads the best weights, saves `model.keras` and `finetune.json` (with `spm.model` beside
+   it), writes the dev and test predictions, scores a labelled test split once (`"test"` in
+   eval_results.json, the unbiased score: the dev score chose the checkpoint) and exports for
+   TF Serving.
 
 SIGTERM and Ctrl-C stop training at the next step, save a checkpoint and raise `Preempted`;
 re-running the same command continues from it. After SIGKILL the run continues from the last
@@ -44,8 +49,9 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import files
-from albert_tf.finetune import inputs, learning_check
+from albert_tf.finetune import inputs, learning_check, lengths
 from albert_tf.finetune.params import FinetuneParams, validate
+from albert_tf.finetune.task import SPM_MODEL_KEY, SPM_PROTO_KEY
 from albert_tf.logs import show_progress
 from albert_tf.settings import InvalidFlagError
 from albert_tf.train import checkpointing, run_record, summaries
@@ -60,10 +66,21 @@ INFO_FILE = "finetune.json"
 RESULTS_FILE = "eval_results.json"
 BEST_WEIGHTS = "best.weights.h5"
 RUN_FILE = run_record.RUN_FILE
+SPM_FILE = "spm.model"  # the run's SentencePiece model, beside finetune.json
+RESULT_TABLES = ("dev_results.tsv", "test_results.tsv")  # every task's (`write_predictions`)
 # What a run writes into --output_dir (besides its task's `output_files`): what
 # --overwrite_output_dir removes. Anything else there (the user's files, a converted
 # init_checkpoint, an --export_dir inside it) is kept.
-RUN_OUTPUTS = ("checkpoints", "logs", RUN_FILE, INFO_FILE, RESULTS_FILE, BEST_WEIGHTS, MODEL_FILE)
+RUN_OUTPUTS = (
+    "checkpoints",
+    "logs",
+    RUN_FILE,
+    INFO_FILE,
+    RESULTS_FILE,
+    BEST_WEIGHTS,
+    MODEL_FILE,
+    SPM_FILE,
+) + RESULT_TABLES
 # Settings not recorded in run.json: where the run lives and whether to start it over.
 NOT_RECORDED = ("output_dir", "overwrite_output_dir")
 # Settings a re-run may change: they choose what an invocation does, how fast it runs or what it
@@ -275,18 +292,18 @@ def _features_fingerprint(features):
 class _Finetuner:
     """State of one run; `run_finetuning` is the public entry point."""
 
-    def __init__(self, params, task, strategy):
+    def __init__(self, params, task, strategy, spm_model_file):
         self.p = params
         self.task = task
         self.strategy = strategy
+        self.spm_model_file = spm_model_file
         self.tpu = strategy_lib.is_tpu(strategy)
+        self.data = self.describe_data()
         self.transform = task.input_transform()
         self.dev = self.dev_features = None
         if "dev" in task.loaded_splits:
-            self.dev_features = task.features("dev")
-            self.dev = inputs.eval_dataset(
-                self.dev_features, params.eval_batch_size, self.transform, pad_to_batch=self.tpu
-            )
+            self.dev_features, self.dev = self.eval_split("dev")
+        self.test_metrics = None  # of a labelled test split, scored once at the end
         self.train_features = task.features("train") if params.do_train else None
         self.baselines = task.baselines() if self.dev is not None else {}
         self.main_baselines = {}
@@ -306,6 +323,45 @@ class _Finetuner:
         self.checkpointer = None
         self.recorded = None  # run_record.claim's answer
         self.state = RunState(os.path.join(params.output_dir, "checkpoints"))
+
+    def describe_data(self):
+        """Logs the padding rule and the length percentiles of the first loaded split (train,
+        else dev, else test) with a `--max_seq_length` hint when most of each window is padding;
+        returns them for eval_results.json and finetune.json ("data")."""
+        p = self.p
+        if self.tpu:
+            padding = f"every batch to --max_seq_length={p.max_seq_length} (TPU: static shapes)"
+        else:
+            padding = (
+                f"each batch to its longest sequence (a multiple of {inputs.BUCKET}, at "
+                f"most --max_seq_length={p.max_seq_length}); evaluation batches to their "
+                "split's longest"
+            )
+        logging.info("padding: %s", padding)
+        data = {"padding": padding}
+        split = next((s for s in ("train", "dev", "test") if s in self.task.loaded_splits), None)
+        found = self.task.sequence_lengths(split) if split else None
+        if found is not None:
+            data["lengths"] = lengths.length_summary(found, p.max_seq_length, split)
+            logging.info("%s", lengths.describe(data["lengths"]))
+            data["hint"] = lengths.hint(data["lengths"])
+            if data["hint"]:
+                logging.info("%s", data["hint"])
+        return data
+
+    def eval_split(self, split):
+        """(features, dataset) of an evaluation split; off TPU its batches are cut to the
+        split's longest sequence."""
+        features = self.task.features(split)
+        length = None
+        if not self.tpu:
+            length = lengths.padded_length(
+                self.task.sequence_lengths(split), self.p.max_seq_length, inputs.BUCKET
+            )
+        dataset = inputs.eval_dataset(
+            features, self.p.eval_batch_size, self.transform, pad_to_batch=self.tpu, length=length
+        )
+        return features, dataset
 
     def build(self, vocab_size):
         from albert_tf.models.head_model import warmup_step_count
@@ -479,27 +535,54 @@ class _Finetuner:
         )
         return metrics
 
+    def selection(self):
+        """How the reported dev score was chosen (eval_results.json "selection"), or None
+        before the first evaluation."""
+        history, metric = self.state.history, self.task.main_metric
+        if not history:
+            return None
+        steps = [h["step"] for h in history]
+        if len(history) == 1:
+            return (
+                f"the dev {metric} of the one evaluation (step {steps[0]}): no checkpoint was "
+                "chosen by it"
+            )
+        unbiased = (
+            "'test' is the chosen checkpoint's score on the labelled test split, scored once"
+            if self.test_metrics is not None
+            else "score a labelled test split (--test_file or the task's test files with "
+            "--do_predict) for an unbiased estimate"
+        )
+        return (
+            f"best dev {metric} over {len(history)} evaluations (steps {steps[0]} to "
+            f"{steps[-1]}): the checkpoint was chosen on the dev set it is reported on, so the "
+            f"dev score under 'best' is optimistic; {unbiased}"
+        )
+
     def write_results(self, final=False):
-        """eval_results.json: the best evaluation, the baselines, the comparison of the best
-        with the strongest baseline, warnings and the history (rewritten atomically). `final`
-        adds the end-of-run warning when the best did not beat the strongest baseline."""
+        """eval_results.json: the best evaluation and how it was selected, the baselines, the
+        comparison of the best with the strongest baseline, warnings, the history, the data's
+        lengths and the test split's scores (rewritten atomically). `final` adds the end-of-run
+        warning when the best did not beat the strongest baseline."""
         state = self.state
         result = learning_check.verdict(state.best, self.main_baselines)
         warning = learning_check.verdict_warning(result, self.task.main_metric) if final else None
         if warning and all(w["warning"] != warning for w in state.warnings):
             learning_check.log_warning(warning)
             state.warnings.append({"step": self.step, "warning": warning})
-        files.write_json(
-            os.path.join(self.p.output_dir, RESULTS_FILE),
-            {
-                "best": state.best,
-                "baselines": self.baselines,
-                "main_metric_baselines": self.main_baselines,
-                "baseline_verdict": result,
-                "warnings": state.warnings,
-                "history": state.history,
-            },
-        )
+        values = {
+            "best": state.best,
+            "selection": self.selection(),
+            "baselines": self.baselines,
+            "main_metric_baselines": self.main_baselines,
+            "baseline_verdict": result,
+            "warnings": state.warnings,
+            "history": state.history,
+            "data": self.data,
+        }
+        if self.test_metrics is not None:
+            values["test"] = self.test_metrics
+        files.write_json(os.path.join(self.p.output_dir, RESULTS_FILE), values)
         return result
 
     def save(self):
@@ -545,6 +628,7 @@ class _Finetuner:
                     p.seed,
                     start_step=step,
                     transform=self.transform,
+                    trim=not self.tpu,
                 )
                 began = time.time()
                 history = self.model.fit(
@@ -586,6 +670,38 @@ class _Finetuner:
                     raise Preempted(step, path)
 
     # ------------------------------------------------------------------ outputs
+    def score_test(self, step):
+        """Predicts the test split, writes the predictions and, when it has gold answers,
+        scores it once with the chosen model (logged; "test" in eval_results.json)."""
+        features, dataset = self.eval_split("test")
+        predictions = self.predict("test", features, dataset)
+        self.task.write_predictions(predictions, "test", self.p.output_dir)
+        if not self.task.is_labelled("test"):
+            return
+        metrics = self.task.evaluate(predictions, "test")
+        chosen = self.state.best["step"] if self.state.best else step
+        self.test_metrics = {"step": chosen, **metrics}
+        shown = self.task.headline_metrics(metrics)
+        logging.info(
+            "test, scored once with the model of step %d: %s",
+            chosen,
+            ", ".join(f"{k} {v:.4f}" for k, v in shown.items() if isinstance(v, float)),
+        )
+
+    def describe_task(self):
+        """The task's description with its SentencePiece model copied beside finetune.json
+        (once) and named by its file name, not embedded."""
+        from albert_tf.text.tokenizer import read_model_proto
+
+        target = os.path.join(self.p.output_dir, SPM_FILE)
+        proto = read_model_proto(self.spm_model_file)
+        if not tf.io.gfile.exists(target) or read_model_proto(target) != proto:
+            files.write_atomic(target, proto)
+        description = dict(self.task.describe())
+        description.pop(SPM_PROTO_KEY, None)
+        description[SPM_MODEL_KEY] = SPM_FILE
+        return description
+
     def finish(self, eval_writer):
         p = self.p
         state = self.state
@@ -604,10 +720,11 @@ class _Finetuner:
         files.save_atomic(os.path.join(p.output_dir, MODEL_FILE), self.model.save, suffix=".keras")
         info_path = os.path.join(p.output_dir, INFO_FILE)
         info = {
-            "task": self.task.describe(),
+            "task": self.describe_task(),
             "step": step,
             "best": state.best,
             "params": dataclasses.asdict(p),
+            "data": self.data,
         }
         results = {
             "global_step": step,
@@ -616,6 +733,7 @@ class _Finetuner:
             "model": self.model,
             "output_dir": p.output_dir,
             "main_metric_baselines": self.main_baselines,
+            "data": self.data,
         }
         if self.dev is not None:  # the chosen model's dev predictions, as files
             predictions = self.best_dev_predictions
@@ -625,15 +743,17 @@ class _Finetuner:
             # SQuAD v2's null-score threshold, is the chosen model's when it writes and exports.
             self.task.evaluate(predictions, "dev")
             self.task.write_predictions(predictions, "dev", p.output_dir)
-            results["baseline_verdict"] = info["baseline_verdict"] = self.write_results(final=True)
-        results["warnings"] = info["warnings"] = [w["warning"] for w in state.warnings]
         if "test" in self.task.loaded_splits:
-            features = self.task.features("test")
-            dataset = inputs.eval_dataset(
-                features, p.eval_batch_size, self.transform, pad_to_batch=self.tpu
-            )
-            predictions = self.predict("test", features, dataset)
-            self.task.write_predictions(predictions, "test", p.output_dir)
+            self.score_test(step)
+        results["test"] = self.test_metrics
+        if self.dev is not None or self.test_metrics is not None:
+            verdict = self.write_results(final=True)
+            if self.dev is not None:
+                results["baseline_verdict"] = info["baseline_verdict"] = verdict
+            selection = self.selection()
+            if selection:
+                logging.info("selection: %s", selection)
+        results["warnings"] = info["warnings"] = [w["warning"] for w in state.warnings]
         if p.export_dir:
             previous = files.read_json(info_path) if tf.io.gfile.exists(info_path) else {}
             exported = previous.get("export")
@@ -672,6 +792,22 @@ def _steps_from_epochs(params, task):
     return params
 
 
+def _learning_rate_of_size(params, config):
+    """`params` with the default learning rate of the model's size and optimizer when none was
+    given (`albert_tf.optim.learning_rates`; logged with the reason)."""
+    from albert_tf.config import AlbertConfig
+    from albert_tf.optim.learning_rates import default_learning_rate
+
+    if params.learning_rate is not None:
+        return params
+    hidden_size = (config or AlbertConfig.from_preset(params.preset)).hidden_size
+    rate, why = default_learning_rate(hidden_size, params.optimizer)
+    logging.info(
+        "--learning_rate=%g: the default for --optimizer=%s at %s", rate, params.optimizer, why
+    )
+    return dataclasses.replace(params, learning_rate=rate)
+
+
 def _warmup_from_proportion(params):
     """`params` with warmup_steps from warmup_proportion (when given), once the steps are known.
 
@@ -697,7 +833,9 @@ def run_finetuning(params, task, strategy=None):
     Keys: global_step, best ({"step", "metric", "value"} or None), history (one dict per
     evaluation), model (the keras.Model with the best weights loaded), output_dir, export (the
     SavedModel version path, with `export_dir`), main_metric_baselines and baseline_verdict
-    (`albert_tf.finetune.learning_check`), warnings (texts).
+    (`albert_tf.finetune.learning_check`), warnings (texts), data (padding and length
+    percentiles, `albert_tf.finetune.lengths`), test (the labelled test split's metrics, scored
+    once, or None).
 
     Raises InvalidFlagError (settings, naming the flag), DataError / FileNotFoundError (data,
     naming the file and line), StrategyError, and Preempted after saving a checkpoint on SIGTERM
@@ -709,6 +847,7 @@ def run_finetuning(params, task, strategy=None):
     validate(params)
     config = _load_config(params)
     spm_model_file = resolve_vocabulary(params, config)
+    params = _learning_rate_of_size(params, config)
     if strategy is None:
         strategy = strategy_lib.create_strategy(
             params.strategy, tpu=params.tpu, logical_cpus=params.logical_cpus
@@ -750,7 +889,7 @@ def run_finetuning(params, task, strategy=None):
     tf.io.gfile.makedirs(params.output_dir)
     params, previous_policy = apply_to_params(params, strategy)  # logs the choice
     try:
-        runner = _Finetuner(params, task, strategy)
+        runner = _Finetuner(params, task, strategy, spm_model_file)
         runner.build(task.vocab_size)
     finally:
         keras.config.set_dtype_policy(previous_policy)  # the model keeps its own policy

@@ -16,7 +16,6 @@ null_odds.json are written for the dev file as the original does.
 ('squad-v2.0', 'f1')
 """
 
-import base64
 import dataclasses
 import os
 
@@ -25,9 +24,15 @@ from absl import logging
 
 from albert_tf.data import squad as squad_data
 from albert_tf.finetune import squad_predictions
-from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.finetune.task import (
+    Features,
+    FinetuneTask,
+    describe_spm_model,
+    spm_model_of,
+    write_tsv,
+)
 from albert_tf.finetune.task_data import SquadData
-from albert_tf.models.squad_metrics import squad_v1_scores, squad_v2_scores
+from albert_tf.models.squad_metrics import exact_match, f1, squad_v1_scores, squad_v2_scores
 from albert_tf.settings import InvalidFlagError
 
 
@@ -188,6 +193,14 @@ class SquadTask(FinetuneTask):
                 labels["is_impossible"] = features.is_impossible
         return Features(inputs, labels)
 
+    def sequence_lengths(self, split):
+        """Per question, its longest window's pieces with [CLS]/[SEP]: question + context when
+        they fit in one window, else --max_seq_length (the context is windowed)."""
+        features = self.squad_features[split]
+        longest = np.zeros(len(self.examples[split]), np.int64)
+        np.maximum.at(longest, features.example_index, features.input_mask.sum(axis=-1))
+        return longest
+
     def baselines(self):
         """EM and F1 of the best "first k words of the context" answer to every dev question
         (k from 1 to 10, the best by F1; a trivial baseline), the best EM of any such k, and the
@@ -242,11 +255,20 @@ class SquadTask(FinetuneTask):
     def postprocess(self, outputs, split):
         examples, features, d = self.examples[split], self.squad_features[split], self.data
         if not self.version_2:
+            width = features.input_mask.shape[1]  # batches may be cut to the split's longest
+            start_logits, end_logits = (
+                np.pad(
+                    np.asarray(logits),
+                    [(0, 0), (0, width - np.shape(logits)[1])],
+                    constant_values=squad_predictions.EMPTY_SCORE,
+                )
+                for logits in (outputs["start_logits"], outputs["end_logits"])
+            )
             predictions, nbest = squad_predictions.v1_predictions(
                 examples,
                 features,
-                outputs["start_logits"],
-                outputs["end_logits"],
+                start_logits,
+                end_logits,
                 d.n_best_size,
                 d.max_answer_length,
             )
@@ -294,6 +316,22 @@ class SquadTask(FinetuneTask):
         squad_predictions.write_prediction_files(
             output_dir, answers, predictions["nbest"], predictions["null_odds"]
         )
+        labelled = self.is_labelled(split)
+        header = ["id", "question"] + (["label"] if labelled else []) + ["prediction"]
+        rows = []
+        for example in self.examples[split]:
+            answer = answers.get(example.qas_id, "")
+            row = [example.qas_id, example.question_text]
+            if labelled:
+                gold = list(example.gold_answers) or [""]
+                row.append(" | ".join(gold))
+                scores = [exact_match(answer, gold), f1(answer, gold, self.version_2)]
+            rows.append(row + [answer] + (scores if labelled else []))
+        write_tsv(
+            os.path.join(output_dir, f"{split}_results.tsv"),
+            header + (["exact_match", "f1"] if labelled else []),
+            rows,
+        )
 
     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
         from albert_tf.export.question_answering import export_question_answerer
@@ -314,22 +352,19 @@ class SquadTask(FinetuneTask):
         )
 
     def describe(self):
-        from albert_tf.text.tokenizer import read_model_proto
-
-        proto = read_model_proto(self.spm_model)  # the vocabulary travels with the run
         return {
             "kind": self.kind,
             "name": self.name,
             "data": dataclasses.asdict(self.data),
             "settings": dataclasses.asdict(self.settings),
-            "spm_model_proto": base64.b64encode(proto).decode("ascii"),
+            **describe_spm_model(self.spm_model),  # the vocabulary travels with the run
             "null_threshold": self.null_threshold,
         }
 
     @classmethod
-    def from_description(cls, description):
+    def from_description(cls, description, directory=None):
         task = cls(SquadData(**description["data"]))
         task.settings = squad_data.FeatureSettings(**description["settings"])
-        task.spm_model = base64.b64decode(description["spm_model_proto"])
+        task.spm_model = spm_model_of(description, directory)
         task.null_threshold = float(description.get("null_threshold", 0.0))
         return task

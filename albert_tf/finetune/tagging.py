@@ -18,14 +18,19 @@ import collections
 import dataclasses
 import os
 
-import keras
 import numpy as np
 from absl import logging
 
 from albert_tf import files
 from albert_tf.data import conll
 from albert_tf.data.docstring_entities import DOCSTRING_CODE, docstring_code_splits
-from albert_tf.finetune.task import Features, FinetuneTask
+from albert_tf.finetune.task import (
+    Features,
+    FinetuneTask,
+    describe_preprocessor,
+    preprocessor_of,
+    write_tsv,
+)
 from albert_tf.finetune.task_data import TaggingData
 from albert_tf.models.entity_metrics import entity_scores, most_frequent_tag_baseline
 from albert_tf.models.preprocessor import AlbertPreprocessor
@@ -94,11 +99,12 @@ class TokenClassificationTask(FinetuneTask):
         flag = f"--{split}_file"
         if not path:
             raise InvalidFlagError(f"{flag} is required (its split is requested)")
+        labelled = split != "test" or conll.has_tags(path, self.data.tag_column, self.data.tags_key)
         return conll.read_tagged(
             path,
             self.data.tag_column,
             scheme=self.data.tag_scheme,
-            labelled=split != "test",
+            labelled=labelled,
             tokens_key=self.data.tokens_key,
             tags_key=self.data.tags_key,
         )
@@ -172,6 +178,16 @@ class TokenClassificationTask(FinetuneTask):
         labels = window_labels(windows, self.tag_ids[split]) if split in self.tag_ids else None
         return Features(windows.inputs, labels)
 
+    def sequence_lengths(self, split):
+        """Per sentence, its longest window's pieces with [CLS]/[SEP] (at most seq_length)."""
+        windows = self.windows[split]
+        longest = np.zeros(len(self.sentences[split]), np.int64)
+        np.maximum.at(longest, windows.window_sentence, windows.input_mask.sum(axis=-1))
+        return longest
+
+    def is_labelled(self, split):
+        return split in self.tag_ids
+
     def baselines(self):
         train, dev = self.sentences.get("train"), self.sentences.get("dev")
         if train is None or dev is None or dev.tags is None:
@@ -204,7 +220,11 @@ class TokenClassificationTask(FinetuneTask):
 
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):
-        per_sentence = word_logits(self.windows[split], outputs)
+        windows, outputs = self.windows[split], np.asarray(outputs)
+        missing = windows.seq_length - outputs.shape[1]  # batches cut to the split's longest
+        if missing > 0:
+            outputs = np.pad(outputs, [(0, 0), (0, missing), (0, 0)])
+        per_sentence = word_logits(windows, outputs)
         tags, scores = [], []
         for logits in per_sentence:
             logits = np.asarray(logits, np.float64)
@@ -234,13 +254,23 @@ class TokenClassificationTask(FinetuneTask):
 
     def write_predictions(self, predictions, split, output_dir):
         """<split>_predictions.txt: CoNLL columns "word<TAB>tag", a blank line after each
-        sentence."""
+        sentence; <split>_results.tsv: a header row, then one row per word: its sentence
+        (0-based), the word, its gold tag (when the split has tags) and the predicted one."""
+        sentences = self.sentences[split]
         lines = []
-        for words, tags in zip(self.sentences[split].words, predictions["tags"]):
+        for words, tags in zip(sentences.words, predictions["tags"]):
             lines.extend(f"{w}\t{t}" for w, t in zip(words, tags))
             lines.append("")
         path = os.path.join(output_dir, PREDICTIONS_FILE.format(split=split))
         files.write_atomic(path, "\n".join(lines) + "\n")
+        gold = sentences.tags
+        header = ["sentence", "word"] + (["label"] if gold is not None else []) + ["prediction"]
+        rows = [
+            [i, word] + ([gold[i][j]] if gold is not None else []) + [tag]
+            for i, (words, tags) in enumerate(zip(sentences.words, predictions["tags"]))
+            for j, (word, tag) in enumerate(zip(words, tags))
+        ]
+        write_tsv(os.path.join(output_dir, f"{split}_results.tsv"), header, rows)
         logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split, path)
 
     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
@@ -263,11 +293,11 @@ class TokenClassificationTask(FinetuneTask):
             "name": self.name,
             "data": dataclasses.asdict(self.data),
             "labels": list(self.labels),
-            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+            **describe_preprocessor(self.preprocessor),
         }
 
     @classmethod
-    def from_description(cls, description):
+    def from_description(cls, description, directory=None):
         task = cls(TaggingData(**description["data"]), labels=description["labels"])
-        task.preprocessor = keras.saving.deserialize_keras_object(description["preprocessor"])
+        task.preprocessor = preprocessor_of(description, directory)
         return task

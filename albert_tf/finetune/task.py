@@ -7,18 +7,35 @@ one row per model input; a task whose preprocessing runs in the graph gives raw 
 checkpoint, turns the model's outputs back into predictions, scores them, writes them and exports
 the trained model for serving. Loss and Keras metrics are the head model's `compile` defaults.
 
-The runner calls, in order: `configure_text(...)`, `load(splits)`, `build_model(backbone)`,
-`features(split)` and `input_transform()`, then during training `postprocess` + `evaluate` on
-the dev split, and at the end `write_predictions` (the chosen model's, on the dev and test
-splits) and `export`. `describe()` is stored in the output directory's finetune.json;
-`task_from_description` rebuilds the task from it (for exporting later from a finished run).
+The runner calls, in order: `configure_text(...)`, `load(splits)`, `sequence_lengths(split)`
+(the length statistics it logs, and how far it may cut each evaluation batch's padding),
+`build_model(backbone)`, `features(split)` and `input_transform()`, then during training
+`postprocess` + `evaluate` on the dev split, and at the end `write_predictions` (the chosen
+model's, on the dev and test splits; `evaluate` on a test split that `is_labelled`) and
+`export`. `describe()` is stored in the output directory's finetune.json, with the
+SentencePiece model as a file beside it (`SPM_MODEL_KEY`); `task_from_description` rebuilds the
+task from it (for exporting later from a finished run).
+
+Every task writes `<split>_results.tsv`, a table with a header row for reading the predictions
+(`write_tsv`): one row per example with its id or text, the gold answer (when the split has
+one) and the prediction, with label names rather than ids.
 """
 
 import abc
+import base64
 import dataclasses
+import os
+import re
 from typing import Dict, Optional
 
 import numpy as np
+
+#: The key of `describe()` naming the SentencePiece model file (a path; relative to the
+#: directory of finetune.json when read from one).
+SPM_MODEL_KEY = "spm_model_file"
+#: The key of a description embedding the model instead (base64; finetune.json files of older
+#: versions, or a task configured from bytes).
+SPM_PROTO_KEY = "spm_model_proto"
 
 
 @dataclasses.dataclass
@@ -79,6 +96,19 @@ class FinetuneTask(abc.ABC):
     def load(self, splits):
         """Reads the examples of `splits` (a subset of "train", "dev", "test"); raises
         DataError / FileNotFoundError naming the file and line."""
+
+    def sequence_lengths(self, split):
+        """int array, one entry per example of a loaded split: its length in SentencePiece
+        pieces with [CLS]/[SEP] (the longest of its model rows where the task truncates or
+        windows it, so at most the configured seq_length); None when the task cannot tell.
+        Must not be below the real length of any of the split's model rows: the runner pads
+        evaluation batches to the split's longest."""
+        return None
+
+    def is_labelled(self, split):
+        """Whether a loaded split has gold answers, so that `evaluate` can score it (a test file
+        with labels is scored once, at the end, on the chosen checkpoint)."""
+        return split != "test"
 
     @abc.abstractmethod
     def build_model(self, backbone, dropout=0.1):
@@ -141,12 +171,14 @@ class FinetuneTask(abc.ABC):
     @abc.abstractmethod
     def describe(self):
         """A JSON-serialisable description, enough for `from_description` to rebuild the task
-        for exporting and predicting (no data is re-read)."""
+        for exporting and predicting (no data is re-read); the SentencePiece model is named by
+        `describe_spm_model`'s entry, which the runner points at the copy beside finetune.json."""
 
     @classmethod
     @abc.abstractmethod
-    def from_description(cls, description):
-        """The task `describe()` described."""
+    def from_description(cls, description, directory=None):
+        """The task `describe()` described; `directory` is where the description was read from
+        (relative file names in it are resolved against it)."""
 
 
 # kind -> the module and class implementing it (imported only when that kind is rebuilt).
@@ -168,6 +200,87 @@ def task_class(kind):
     return getattr(importlib.import_module(module), name)
 
 
-def task_from_description(description):
-    """Rebuilds a task from finetune.json's "task" entry (any kind in `TASK_KINDS`)."""
-    return task_class(description.get("kind")).from_description(description)
+def task_from_description(description, directory=None):
+    """Rebuilds a task from finetune.json's "task" entry (any kind in `TASK_KINDS`); pass the
+    directory of finetune.json as `directory` (its SentencePiece model is the file beside it)."""
+    return task_class(description.get("kind")).from_description(description, directory=directory)
+
+
+# ----------------------------------------------------------------------------- descriptions
+def describe_spm_model(spm_model):
+    """The description entry of a SentencePiece model: {SPM_MODEL_KEY: path} for a file,
+    {SPM_PROTO_KEY: base64} for bytes.
+
+    >>> describe_spm_model("/models/spm.model")
+    {'spm_model_file': '/models/spm.model'}
+    >>> describe_spm_model(b"proto")
+    {'spm_model_proto': 'cHJvdG8='}
+    """
+    if isinstance(spm_model, (bytes, bytearray)):
+        return {SPM_PROTO_KEY: base64.b64encode(bytes(spm_model)).decode("ascii")}
+    return {SPM_MODEL_KEY: str(spm_model)}
+
+
+def spm_model_of(description, directory=None):
+    """The SentencePiece model a description names: its file (a relative name resolved against
+    `directory`) or the bytes it embeds.
+
+    >>> spm_model_of({"spm_model_file": "spm.model"}, "/runs/mrpc")
+    '/runs/mrpc/spm.model'
+    >>> spm_model_of({"spm_model_proto": "cHJvdG8="})
+    b'proto'
+    """
+    if description.get(SPM_MODEL_KEY):
+        path = description[SPM_MODEL_KEY]
+        if directory and "://" not in path and not os.path.isabs(path):
+            path = os.path.join(directory, path)
+        return path
+    if description.get(SPM_PROTO_KEY):
+        return base64.b64decode(description[SPM_PROTO_KEY])
+    raise ValueError(f"the description names no SentencePiece model ({SPM_MODEL_KEY})")
+
+
+def describe_preprocessor(preprocessor):
+    """{"preprocessor": its settings, **describe_spm_model(its file or bytes)}: the model
+    travels as a file name, not inside the settings."""
+    settings = dict(preprocessor.get_config())
+    settings.pop("spm_model", None)
+    return {
+        "preprocessor": settings,
+        **describe_spm_model(preprocessor.source or preprocessor.model_proto),
+    }
+
+
+def preprocessor_of(description, directory=None):
+    """The `AlbertPreprocessor` `describe_preprocessor` described (also the entry of older
+    finetune.json files: a serialized layer embedding the model)."""
+    import keras
+
+    from albert_tf.models.preprocessor import AlbertPreprocessor
+
+    entry = description["preprocessor"]
+    if "class_name" in entry:  # a serialized layer, the model inside
+        return keras.saving.deserialize_keras_object(entry)
+    return AlbertPreprocessor(**{**entry, "spm_model": spm_model_of(description, directory)})
+
+
+# ----------------------------------------------------------------------------- result tables
+def tsv_field(value):
+    r"""A value as one TSV field: tabs and line breaks become spaces, floats get 6 decimals.
+
+    >>> tsv_field("two\tlines\n"), tsv_field(0.5), tsv_field(None)
+    ('two lines ', '0.500000', '')
+    """
+    if value is None:
+        return ""
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6f}"
+    return re.sub(r"[\t\r\n]", " ", str(value))
+
+
+def write_tsv(path, header, rows):
+    """Writes a header row and `rows` (sequences of values, `tsv_field` each) atomically."""
+    from albert_tf import files
+
+    lines = ["\t".join(tsv_field(v) for v in row) for row in [header, *rows]]
+    files.write_atomic(path, "\n".join(lines) + "\n")

@@ -39,7 +39,11 @@ class ClassificationData:
     )
     train_file: Optional[str] = setting(None, "CSV/TSV/JSONL training file with named columns.")
     dev_file: Optional[str] = setting(None, "Evaluation file (same columns as --train_file).")
-    test_file: Optional[str] = setting(None, "Unlabelled file to predict (text columns only).")
+    test_file: Optional[str] = setting(
+        None,
+        "File to predict (the text columns); with the label column it is also scored once "
+        "with the chosen model.",
+    )
     text_column: str = setting("text", "Column of the first text (files).")
     text_pair_column: Optional[str] = setting(
         None, "Column of the second text (files, pair tasks)."
@@ -55,10 +59,11 @@ class ClassificationData:
         "How pairs are truncated (round_robin = the original's _truncate_seq_pair).",
         choices=("round_robin", "longest_first"),
     )
-    dynamic_padding: bool = setting(
-        False,
-        "Pad each batch to its longest example (multiple of "
-        "8) instead of max_seq_length. Not on TPU.",
+    dynamic_padding: Optional[bool] = setting(
+        None,
+        "Pad each batch to its longest example (multiple of 8) in the preprocessor instead of "
+        "to max_seq_length; default: on, except with --strategy=tpu (static shapes). Off TPU "
+        "the runner cuts every batch's padding either way.",
     )
 
 
@@ -79,7 +84,9 @@ class TaggingData:
     )
     dev_file: Optional[str] = setting(None, "Evaluation file (same format).")
     test_file: Optional[str] = setting(
-        None, "File to tag (CoNLL: words in column 0; JSONL: tokens)."
+        None,
+        "File to tag (CoNLL: words in column 0; JSONL: tokens); with tags, it is also scored "
+        "once with the chosen model.",
     )
     tag_column: int = setting(
         -1,

@@ -6,10 +6,11 @@ A subclass chooses what the head reads (`head_input`: the pooled [CLS] vector fo
 metrics (`default_loss`, `default_metrics`).
 
 `compile()` with "auto" arguments uses bias-corrected AdamW (`albert_tf.optim.AdamW`, LayerNorm
-and biases excluded from decay), peak lr 2e-5 warmed up linearly over 10% of the steps and
-decayed linearly to 0, global-norm clipping at 1.0; `optimizer="adamw_original"` (the original's
-`AdamWeightDecay`, no bias correction) and `optimizer="lamb"` take the same schedule. Without
-`num_train_steps`, the first `fit` sets it to epochs x steps per epoch.
+and biases excluded from decay), the peak lr of the model's size (1e-3 below base, 2e-5 for
+base and large, 1e-5 above: `albert_tf.optim.learning_rates`) warmed up linearly over 10% of
+the steps and decayed linearly to 0, global-norm clipping at 1.0; `optimizer="adamw_original"`
+(the original's `AdamWeightDecay`, no bias correction) and `optimizer="lamb"` take the same
+schedule. Without `num_train_steps`, the first `fit` sets it to epochs x steps per epoch.
 
 Large and xlarge v2 models are known to diverge or stay at chance when fine-tuned with higher
 rates or small batches (google-research/albert #197, #207; keras-hub #831): keep lr <= 2e-5
@@ -28,6 +29,7 @@ from albert_tf.layers.encoder import stacked_axes
 from albert_tf.models import model_dir
 from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
 from albert_tf.optim.clipping import to_dense
+from albert_tf.optim.learning_rates import default_learning_rate
 from albert_tf.optim.optimizers import OPTIMIZERS, create_optimizer
 from albert_tf.optim.schedules import WarmupPolynomialDecay
 
@@ -254,7 +256,7 @@ class AlbertHeadModel(keras.Model):
         loss="auto",
         metrics="auto",
         *,
-        learning_rate=2e-5,
+        learning_rate=None,
         num_train_steps=None,
         warmup_steps=None,
         warmup_ratio=0.1,
@@ -268,8 +270,10 @@ class AlbertHeadModel(keras.Model):
 
         optimizer="auto" (bias-corrected AdamW), "adamw", "adamw_original" or "lamb":
         `default_optimizer(learning_rate, num_train_steps, warmup_steps, warmup_ratio,
-        weight_decay_rate, global_clipnorm, name)`, with a warning when `learning_rate` is far
-        outside the range the fine-tuning study found safe for it; if `num_train_steps` is None,
+        weight_decay_rate, global_clipnorm, name)` (learning_rate None: the default of the
+        model's size, `albert_tf.optim.learning_rates.default_learning_rate`, logged), with a
+        warning when `learning_rate` is far outside the range the fine-tuning study found safe
+        for it; if `num_train_steps` is None,
         the first `fit` sets it to epochs x steps per epoch. Any other optimizer (an instance or a
         Keras name) is used as given. loss/metrics="auto": the subclass's
         defaults. precision: "auto" (`albert_tf.precision`'s choice for this machine, logged),
@@ -303,6 +307,9 @@ class AlbertHeadModel(keras.Model):
             kwargs["jit_compile"] = choice.jit_compile
         if optimizer == "auto" or optimizer in OPTIMIZERS:
             name = "adamw" if optimizer == "auto" else optimizer
+            if learning_rate is None:  # the default of this model's size (logged)
+                learning_rate, why = default_learning_rate(self.backbone.config.hidden_size, name)
+                logging.info("learning rate %g for %s: %s", learning_rate, name, why)
             warn_if_unsafe_learning_rate(name, learning_rate)
             self._auto_compile = dict(
                 optimizer=optimizer,

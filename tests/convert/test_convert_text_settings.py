@@ -108,7 +108,7 @@ def test_fine_tuning_tokenizes_as_the_directory_records(converted, spm_model_fil
         )
         result = run_finetuning(params, SentenceClassificationTask(data))
         with open(os.path.join(result["output_dir"], "finetune.json")) as f:
-            task = task_from_description(json.load(f)["task"])
+            task = task_from_description(json.load(f)["task"], result["output_dir"])
         assert task.preprocessor.tex_quotes == (source == "huggingface")
         assert _ids(task.preprocessor) == expected[source], source
 

@@ -50,6 +50,8 @@ def test_mirrored_fit_eval_export(tmp_path, make_sentence_task, spm_model_file):
             "--strategy=mirrored",
             "--logical_cpus=2",
             "--dynamic_padding",
+            f"--test_file={tmp_path / 'dev.tsv'}",  # labelled: scored once at the end
+            "--do_predict",
             f"--output_dir={out}",
             f"--export_dir={serving}",
             "--verbose=0",
@@ -68,9 +70,20 @@ def test_mirrored_fit_eval_export(tmp_path, make_sentence_task, spm_model_file):
     assert results["baselines"]["dev_majority_class_rate"] == float((dev == majority).mean())
     assert results["baselines"]["dev_majority_class"] == ["no", "yes"][majority]
     assert results["baselines"]["f1_positive_class"] == "yes"
+    assert "--learning_rate=0.001: the default for --optimizer=adamw at hidden size 128" in (
+        result.stderr
+    )
+    # the dev score chose the checkpoint: said so; the labelled test file is scored once
+    assert results["selection"].startswith("best dev accuracy over 2 evaluations (steps 2 to 4)")
+    assert results["test"]["step"] == results["best"]["step"]
+    assert results["test"]["num_examples"] == len(texts) - 64
+    assert "selection: best dev accuracy over 2 evaluations" in result.stderr
     assert os.listdir(serving) == ["1"]
     info = json.load(open(out / "finetune.json"))
     assert info["task"]["labels"] == ["no", "yes"] and info["task"]["pair"] is False
+    # small and readable: the SentencePiece model is the file beside it, not base64 inside
+    assert os.path.getsize(out / "finetune.json") < 20_000
+    assert info["task"]["spm_model_file"] == "spm.model" and (out / "spm.model").exists()
     # a second export from the saved output, in its own process: version 2
     result = _run(
         [

@@ -355,6 +355,18 @@ def test_fit_evaluate_predict_export(finished_run, race_dir):
         zip(test.example_ids, test.question_index.tolist())
     )
     assert all(r["answer"] in "ABCD" and abs(sum(r["probabilities"]) - 1) < 1e-4 for r in rows)
+    # the answered test split is scored once into eval_results.json too
+    assert results["test"]["accuracy"] == predicted["metrics"]["accuracy"]
+    assert results["test"]["step"] == results["best"]["step"]
+    # dev_results.tsv: one row per question, gold and predicted letters
+    with open(out / "dev_results.tsv", encoding="utf-8") as f:
+        table = [line.rstrip("\n").split("\t") for line in f]
+    assert table[0][:6] == ["id", "question_index", "question", "level", "label", "prediction"]
+    assert table[0][6:] == ["probability_A", "probability_B", "probability_C", "probability_D"]
+    dev = race.read_race(str(race_dir), "dev")
+    assert [r[0] for r in table[1:]] == dev.example_ids
+    assert [r[4] for r in table[1:]] == ["ABCD"[i] for i in dev.labels]
+    assert all(r[5] in "ABCD" for r in table[1:])
     info = json.load(open(out / "finetune.json"))
     assert info["task"]["kind"] == "race" and info["task"]["data"]["max_qa_length"] == MAX_QA
     assert os.listdir(serving) == ["1"]
@@ -408,8 +420,12 @@ def test_export_in_a_fresh_process_equals_the_keras_model(finished_run, tokenize
     from albert_tf.finetune.task import task_from_description
 
     description = json.load(open(out / "finetune.json"))["task"]
-    task = task_from_description(description)
-    assert task.describe() == description and task.vocab_size == 1000
+    assert description["spm_model_file"] == "spm.model"  # the file beside it, not its bytes
+    task = task_from_description(description, str(out))
+    rebuilt = task.describe()
+    assert rebuilt.pop("spm_model_file") == str(out / "spm.model")
+    assert rebuilt == {k: v for k, v in description.items() if k != "spm_model_file"}
+    assert task.vocab_size == 1000
 
 
 def _one_line_error(result, *fragments):

@@ -89,6 +89,13 @@ def test_train_evaluate_answer(version, squad_files, spm_model_file, tmp_path):
     nbest = json.load(open(out / "nbest_predictions.json"))
     assert all(1 <= len(nbest[q]) <= 20 for q in dev_ids)
     assert os.path.exists(out / "null_odds.json") == (version == "v2")
+    from albert_tf.finetune.task import tsv_field
+
+    with open(out / "dev_results.tsv", encoding="utf-8") as f:  # one row per question
+        table = [line.rstrip("\n").split("\t") for line in f]
+    assert table[0] == ["id", "question", "label", "prediction", "exact_match", "f1"]
+    assert sorted(r[0] for r in table[1:]) == dev_ids
+    assert all(r[3] == tsv_field(predictions[r[0]]) for r in table[1:])
     # the cache holds one feature file per (file, settings); a re-run reuses it and trains no more
     cached = sorted(f for f in os.listdir(cache) if f.endswith(".tfrecord"))
     assert len(cached) == 2 and not any(f.startswith(".") for f in os.listdir(cache))

@@ -97,7 +97,26 @@ def test_fit_evaluate_predict_export(finished_run, conll_files):
     # one predicted tag per word of the test file, in its order, in the CoNLL layout
     predicted = _sentences(out / "test_predictions.txt")
     assert predicted == _sentences(conll_files["test"])
+    # the test file has tags: scored once with the chosen model, beside the selection note
+    assert results["test"]["step"] == results["best"]["step"]
+    assert results["test"]["num_sentences"] == len(predicted) and "f1" in results["test"]
+    assert "chosen on the dev set it is reported on" in results["selection"]
+    assert "'test' is the chosen checkpoint's score" in results["selection"]
+    assert "test, scored once with the model of step" in result.stderr
+    # padding cut to the sentences (at most the 24-piece window) and recorded with percentiles
+    assert results["data"]["lengths"]["split"] == "train"
+    assert results["data"]["lengths"]["max"] <= 24
+    # result tables: one row per word with its gold and predicted tag, by name
+    with open(out / "dev_results.tsv", encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    assert rows[0] == ["sentence", "word", "label", "prediction"]
+    dev_words = [w for sentence in _sentences(conll_files["dev"]) for w in sentence]
+    assert [r[1] for r in rows[1:]] == dev_words
+    tags = set(json.load(open(out / "finetune.json"))["task"]["labels"])
+    assert {r[2] for r in rows[1:]} <= tags and {r[3] for r in rows[1:]} <= tags
+    assert open(out / "test_results.tsv").readline().split() == rows[0]
     info = json.load(open(out / "finetune.json"))
+    assert info["task"]["spm_model_file"] == "spm.model" and (out / "spm.model").exists()
     assert info["task"]["kind"] == "token_classification"
     assert info["task"]["labels"][0] == "O" and "B-ARG" in info["task"]["labels"]
     assert os.listdir(serving) == ["1"]

@@ -25,8 +25,8 @@ mkdir -p "$OUT"
 echo "== Fine-tuning on docstring-source (tensorflow / keras / numpy) =="
 if ! "$PY" scripts/run_classifier.py --task_name=docstring-source \
     --init_checkpoint="$PRETRAINED" --spm_model_file="$SPM" --output_dir="$OUT/run" \
-    --export_dir="$OUT/serving" --max_seq_length=64 --dynamic_padding \
-    --train_batch_size=32 --eval_batch_size=64 --learning_rate=1e-4 \
+    --export_dir="$OUT/serving" --max_seq_length=64 \
+    --train_batch_size=32 --eval_batch_size=64 \
     --num_train_steps=300 --save_checkpoints_steps=100 --classifier_dropout=0.1 \
     --verbose=2 --alsologtostderr > "$OUT/run_classifier.log" 2>&1; then
   tail -n 30 "$OUT/run_classifier.log" >&2

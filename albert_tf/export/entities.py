@@ -155,7 +155,10 @@ def _entity_outputs(text, split, tags, word_score, labels):
     return outputs
 
 
-def _entity_body(model, words_tokenizer, labels, seq_length, stride):
+def entity_body(model, words_tokenizer, labels, seq_length, stride):
+    """serve(text [B]) -> the serving_default outputs (see the module docstring) of `model` with
+    `words_tokenizer` (a `WordTokenizer`), tag names `labels` and windows of `seq_length`,
+    `stride` apart; also `AlbertTokenClassifier.predict` on raw text."""
     names = tf.constant(labels, tf.string)
 
     def serve(text):
@@ -257,7 +260,7 @@ def export_token_classifier(
     archive.track(served)
     archive.track(words.text_tokenizer)
     archive.add_endpoint(
-        "serving_default", _entity_body(served, words, labels, seq_length, stride), [_TEXT]
+        "serving_default", entity_body(served, words, labels, seq_length, stride), [_TEXT]
     )
     archive.add_endpoint("predict_ids", _ids_body(served, labels), [_IDS, _IDS, _IDS])
     description = {

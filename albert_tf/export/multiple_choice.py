@@ -155,7 +155,9 @@ def pack_choices(
     }
 
 
-def _head(model):
+def choice_head(model):
+    """body(ids dict [B, 4, S]) -> {"probabilities" [B, 4], "answer" int64 [B]} (predict_ids)."""
+
     def body(inputs):
         logits = tf.cast(model(inputs, training=False), tf.float32)
         return {
@@ -164,6 +166,32 @@ def _head(model):
         }
 
     return body
+
+
+def choices_body(model, tokenizer, special_ids, lower_case, seq_length, max_qa_length):
+    """serve(article [B], question [B], options [B, 4]) -> the serving_default outputs:
+    `pack_choices` with `tokenizer` (a `TextTokenizer`) and `special_ids` (an
+    `AlbertPreprocessor`'s), then `choice_head`; also `AlbertMultipleChoice.predict` on raw
+    text."""
+    head = choice_head(model)
+
+    def serve(article, question, options):
+        return head(
+            pack_choices(
+                tokenizer,
+                article,
+                question,
+                options,
+                seq_length,
+                max_qa_length,
+                special_ids["cls_id"],
+                special_ids["sep_id"],
+                special_ids["pad_id"],
+                lower_case,
+            )
+        )
+
+    return serve
 
 
 def export_multiple_choice(
@@ -206,24 +234,15 @@ def export_multiple_choice(
         tex_quotes=preprocessor.tex_quotes,
         name="race_tokenizer",
     )
-    special = preprocessor.special_ids
-    head = _head(model)
-
-    def serve(article, question, options):
-        return head(
-            pack_choices(
-                tokenizer,
-                article,
-                question,
-                options,
-                seq_length,
-                max_qa_length,
-                special["cls_id"],
-                special["sep_id"],
-                special["pad_id"],
-                preprocessor.lower_case,
-            )
-        )
+    head = choice_head(model)
+    serve = choices_body(
+        model,
+        tokenizer,
+        preprocessor.special_ids,
+        preprocessor.lower_case,
+        seq_length,
+        max_qa_length,
+    )
 
     def predict_ids(input_word_ids, input_mask, input_type_ids):
         return head(

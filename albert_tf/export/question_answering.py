@@ -205,7 +205,10 @@ def _is_v2(model):
     return hasattr(model, "start_n_top")
 
 
-def _answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null_threshold):
+def answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null_threshold):
+    """serve(question, context: tf.string [B]) -> the serving_default outputs (see the module
+    docstring) of `model` with `tokenizer` (a `TextTokenizer`) and `settings` (a
+    `FeatureSettings`); also the SQuAD models' `predict` on raw text."""
     sentencepiece, lower = tokenizer.sentencepiece, tokenizer.lower_case
     cls_id = int(sentencepiece.string_to_id("[CLS]"))
     sep_id = int(sentencepiece.string_to_id("[SEP]"))
@@ -341,7 +344,7 @@ def export_question_answerer(
     archive = keras.export.ExportArchive()
     archive.track(served)
     archive.track(tokenizer)
-    body = _answer_body(
+    body = answer_body(
         served, tokenizer, settings, n_best_size, max_answer_length, float(null_threshold)
     )
     archive.add_endpoint("serving_default", body, [_TEXT, _TEXT])

@@ -62,8 +62,11 @@ def float32_copy(model):
 
 
 def policy_copy(model, policy):
-    """A fresh copy of a Keras model under dtype policy `policy` with the same weights."""
+    """A fresh copy of a Keras model under dtype policy `policy` with the same weights (without
+    an attached preprocessor: a served copy runs on ids, the export tracks its own)."""
     config = _policy_config(model.get_config(), policy)
+    if config.get("preprocessor") is not None:
+        config["preprocessor"] = None
     clone = type(model).from_config(config)
     clone.set_weights(model.get_weights())
     return clone
@@ -120,7 +123,9 @@ def _encode_body(backbone):
     return body
 
 
-def _classifier_body(classifier):
+def classifier_body(classifier):
+    """body(ids dict) -> the classifier's served outputs (see the module docstring): the
+    serving_default and predict_ids signatures, and `AlbertClassifier.predict` on raw text."""
     labels = classifier.labels
 
     def body(inputs):
@@ -316,7 +321,7 @@ def export_classifier(
             stored in assets.extra/albert_tf.json ("agreement_with_float32").
     """
     model, pre, archive = _start_archive(classifier, preprocessor, dynamic_padding, compute_dtype)
-    head = _classifier_body(model)
+    head = classifier_body(model)
     archive.add_endpoint("serving_default", *_text_endpoint(pre, pair, head))
     archive.add_endpoint("predict_ids", *_ids_endpoint(head))
     archive.add_endpoint("encode", *_text_endpoint(pre, pair, _encode_body(model.backbone)))

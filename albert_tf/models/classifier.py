@@ -2,7 +2,8 @@
 
 A plain keras.Model (see `albert_tf.models.head_model` for the shared fine-tuning defaults):
 compile it and `fit` it on a tf.data.Dataset of (inputs, labels) where inputs are the backbone's
-id dict (an `AlbertPreprocessor` makes them from raw text in `Dataset.map`). `num_classes=1` is
+id dict (an `AlbertPreprocessor` makes them from raw text in `Dataset.map`), or, with a
+preprocessor attached (`from_pretrained` attaches one), on raw text directly. `num_classes=1` is
 regression (MSE, one score per example).
 
 >>> import numpy as np
@@ -18,8 +19,10 @@ TensorShape([1, 3])
 """
 
 import keras
+import numpy as np
 
 from albert_tf.models.head_model import AlbertHeadModel
+from albert_tf.models.text_inputs import TextForm, label_ids
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -40,13 +43,36 @@ class AlbertClassifier(AlbertHeadModel):
     `albert_tf.models.head_model`), sparse categorical cross-entropy from logits and accuracy,
     or MSE and mean absolute error for regression.
 
-    Example:
-        >>> model = AlbertClassifier.from_pretrained("pretrained/", num_classes=2)  # doctest: +SKIP
-        >>> model.compile(num_train_steps=1000)                                    # doctest: +SKIP
-        >>> model.fit(train_ds, epochs=1, steps_per_epoch=1000)                     # doctest: +SKIP
+    Raw text (with a preprocessor): `fit`, `evaluate` and `predict` take a list of texts, a
+    list of [text, text_pair] rows, a NumPy array [N] or [N, 2], a dict {"text", "text_pair"}
+    or a batched tf.data.Dataset of these (with the labels in it for fit / evaluate). Labels
+    are class ids or, with `labels`, their names. `predict` on text returns the SavedModel's
+    serving_default outputs (`albert_tf.export.saved_model.classifier_body`): "probabilities"
+    [N, C], "logits" [N, C], "label" [N] and, with label names, "label_name" [N]; regression:
+    "score" [N].
+
+    Example (raw text; `AlbertClassifier.from_pretrained("pretrained/", labels=[...])`
+    attaches the directory's preprocessor):
+        >>> from albert_tf.config import AlbertConfig
+        >>> from albert_tf.models.backbone import AlbertModel
+        >>> from albert_tf.models.preprocessor import AlbertPreprocessor
+        >>> model = AlbertClassifier(
+        ...     AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=1000)),
+        ...     labels=["no", "ok"],
+        ...     preprocessor=AlbertPreprocessor("30k-clean.model", seq_length=16))
+        >>> out = model.predict(["a great film", "dull"], verbose=0)
+        >>> out["probabilities"].shape, out["label_name"].shape
+        ((2, 2), (2,))
+        >>> model.compile()                                            # doctest: +SKIP
+        >>> model.fit(["great film", "dull"], ["ok", "no"], epochs=3)  # doctest: +SKIP
     """
 
     default_name = "albert_classifier"
+    text_form = TextForm(
+        ("text", "text_pair"),
+        required=1,
+        expected="texts of shape [batch] or pairs [batch, 2] (or a dict {'text', 'text_pair'})",
+    )
 
     @property
     def is_regression(self):
@@ -54,6 +80,27 @@ class AlbertClassifier(AlbertHeadModel):
 
     def head_input(self, backbone_outputs):
         return backbone_outputs["pooled_output"]
+
+    def text_labels(self, y, columns):
+        if self.is_regression:
+            return np.asarray(y, np.float32)
+        return super().text_labels(y, columns)
+
+    def encode_text(self, options):
+        preprocessor, labels = self.preprocessor, self.labels
+
+        def encode(columns, y):
+            if y is not None and not self.is_regression:
+                y = label_ids(y, labels)
+            return preprocessor(columns), y
+
+        return encode
+
+    def text_predict_function(self, options):
+        from albert_tf.export.saved_model import classifier_body
+
+        head, preprocessor = classifier_body(self), self.preprocessor
+        return lambda columns: head(preprocessor(columns))
 
     def default_loss(self):
         return (

@@ -12,6 +12,12 @@ the steps and decayed linearly to 0, global-norm clipping at 1.0; `optimizer="ad
 (the original's `AdamWeightDecay`, no bias correction) and `optimizer="lamb"` take the same
 schedule. Without `num_train_steps`, the first `fit` sets it to epochs x steps per epoch.
 
+Raw text: a model with an attached `AlbertPreprocessor` (`preprocessor=`, or `from_pretrained`,
+which attaches the directory's) takes raw text in `fit`, `evaluate` and `predict` as well as the
+ids dict; each subclass states the accepted forms (`text_form`, see
+`albert_tf.models.text_inputs`) and `predict` on text returns what its SavedModel export's
+serving_default returns. Without a preprocessor, raw text is an error naming it.
+
 Large and xlarge v2 models are known to diverge or stay at chance when fine-tuned with higher
 rates or small batches (google-research/albert #197, #207; keras-hub #831): keep lr <= 2e-5
 (1e-5 or 5e-6 for xlarge), keep warmup and clipping.
@@ -22,12 +28,14 @@ import math
 import numbers
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from albert_tf.layers.encoder import stacked_axes
-from albert_tf.models import model_dir
+from albert_tf.models import model_dir, text_inputs
 from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
+from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.optim.clipping import to_dense
 from albert_tf.optim.learning_rates import default_learning_rate
 from albert_tf.optim.optimizers import OPTIMIZERS, create_optimizer
@@ -147,12 +155,30 @@ class AlbertHeadModel(keras.Model):
         num_classes: output width. Defaults to len(labels) or 2.
         dropout: dropout before the dense layer (the original hard-codes 0.1).
         labels: optional label names in id order; kept in the config and used by exports.
+        preprocessor: optional `AlbertPreprocessor`: with it, `fit`, `evaluate` and `predict`
+            also take raw text (the forms of the subclass' `text_form`); saved with the model.
         name: model name.
     """
 
     default_name = "albert_head_model"
+    #: The seq_length of the preprocessor `from_pretrained` attaches (capped at the model's
+    #: max_position_embeddings).
+    default_seq_length = 128
+    #: The subclass' raw-text examples (`text_inputs.TextForm`); None: ids only.
+    text_form = None
+    #: Keyword arguments of fit / evaluate / predict on raw text, with their defaults.
+    text_options = {}
 
-    def __init__(self, backbone, num_classes=None, dropout=0.1, labels=None, name=None, **kwargs):
+    def __init__(
+        self,
+        backbone,
+        num_classes=None,
+        dropout=0.1,
+        labels=None,
+        name=None,
+        preprocessor=None,
+        **kwargs,
+    ):
         if not isinstance(backbone, AlbertModel):
             raise TypeError(
                 f"{type(self).__name__} needs an AlbertModel backbone, got "
@@ -167,6 +193,10 @@ class AlbertHeadModel(keras.Model):
             raise ValueError(f"labels has {len(labels)} names but num_classes is {num_classes}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if preprocessor is not None and not isinstance(preprocessor, AlbertPreprocessor):
+            raise TypeError(
+                f"preprocessor must be an AlbertPreprocessor, got {type(preprocessor).__name__}"
+            )
         kwargs.setdefault("dtype", backbone.dtype_policy)
         super().__init__(name=name or self.default_name, **kwargs)
         self.backbone = backbone
@@ -183,6 +213,8 @@ class AlbertHeadModel(keras.Model):
                 stddev=backbone.config.initializer_range
             ),
         )
+        self.preprocessor = preprocessor
+        self.text_functions = text_inputs.FunctionCache()
         self._auto_compile = None
         self._auto_steps_pending = False
         self.gradient_accumulation_steps = 1
@@ -201,6 +233,7 @@ class AlbertHeadModel(keras.Model):
         raise NotImplementedError(f"{type(self).__name__} must define head_input()")
 
     def call(self, inputs, training=False):
+        self.check_ids(inputs)
         if isinstance(inputs, dict):
             # Keras' symbolic build under a tf.distribute strategy feeds a MEAN-reduced (float)
             # copy of the first batch; ids are integers, so cast such inputs back.
@@ -212,7 +245,47 @@ class AlbertHeadModel(keras.Model):
         features = self.head_input(self.backbone(inputs, training=training))
         return self.logits(self.dropout(features, training=training))
 
+    def check_ids(self, inputs):
+        """A TypeError naming the preprocessor when `inputs` is not the ids dict."""
+        if isinstance(inputs, dict) and "input_word_ids" in inputs:
+            return
+        if text_inputs.is_raw_text(inputs):
+            raise TypeError(
+                f"{type(self).__name__} is called on the ids dict {{{', '.join(INPUT_KEYS)}}}; "
+                "raw text goes to fit / evaluate / predict, which tokenize it with the model's "
+                "preprocessor, or through AlbertPreprocessor first"
+            )
+
     # ------------------------------------------------------------------ construction helpers
+    @classmethod
+    def pretrained_preprocessor(cls, directory, preprocessor="auto", seq_length=None, config=None):
+        """The preprocessor `from_pretrained` attaches: `preprocessor` itself when it is an
+        `AlbertPreprocessor`; None for None / False; for "auto" (or True, which requires one),
+        `AlbertPreprocessor.from_pretrained(directory)` when the directory has its spm.model,
+        with `seq_length` (default `default_seq_length`, at most the model's
+        max_position_embeddings) and dynamic padding except on TPU (static shapes)."""
+        if preprocessor is None or preprocessor is False:
+            return None
+        if isinstance(preprocessor, AlbertPreprocessor):
+            return preprocessor
+        if preprocessor not in ("auto", True):
+            raise ValueError(
+                f"preprocessor must be 'auto', True, False, None or an AlbertPreprocessor, "
+                f"got {preprocessor!r}"
+            )
+        if preprocessor == "auto" and model_dir.spm_model_path(directory) is None:
+            logging.info("%s has no %s: no preprocessor attached", directory, model_dir.SPM_FILE)
+            return None
+        from albert_tf.precision import device_kind
+
+        if seq_length is None:
+            seq_length = cls.default_seq_length
+            if config is not None:
+                seq_length = min(seq_length, config.max_position_embeddings)
+        return AlbertPreprocessor.from_pretrained(
+            directory, seq_length=seq_length, dynamic_padding=device_kind() != "TPU"
+        )
+
     @classmethod
     def from_pretrained(
         cls,
@@ -223,9 +296,13 @@ class AlbertHeadModel(keras.Model):
         hidden_dropout_prob=None,
         attention_probs_dropout_prob=None,
         dtype=None,
+        preprocessor="auto",
+        seq_length=None,
         **kwargs,
     ):
-        """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`).
+        """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`),
+        with the directory's `AlbertPreprocessor` attached (see `pretrained_preprocessor`:
+        `preprocessor=None` attaches none, `seq_length` sets its length).
 
         `hidden_dropout_prob` / `attention_probs_dropout_prob` override the backbone config's
         dropout (the paper's "ALBERT DR" column of Table 14).
@@ -238,6 +315,9 @@ class AlbertHeadModel(keras.Model):
             cls.__name__,
             directory,
             num_classes or (len(labels) if labels else 2),
+        )
+        kwargs["preprocessor"] = cls.pretrained_preprocessor(
+            directory, preprocessor, seq_length, backbone.config
         )
         return cls(backbone, num_classes=num_classes, dropout=dropout, labels=labels, **kwargs)
 
@@ -356,7 +436,78 @@ class AlbertHeadModel(keras.Model):
             if id(layer.dtype_policy) in followers:
                 layer.dtype_policy = new
 
+    # ------------------------------------------------------------------ raw text
+    def encode_text(self, options):
+        """fn(columns, labels) -> (ids, labels) on a batch of raw-text columns, in the graph
+        (labels may be None); each subclass with a `text_form` defines it."""
+        raise NotImplementedError(f"{type(self).__name__} does not take raw text")
+
+    def text_predict_function(self, options):
+        """fn(columns) -> outputs on a batch of raw-text columns, in the graph: the subclass'
+        SavedModel export's serving_default."""
+        raise NotImplementedError(f"{type(self).__name__} does not take raw text")
+
+    def text_labels(self, y, columns):
+        """Python labels of raw-text examples -> what tf.data slices (default: an array, label
+        names mapped to their ids)."""
+        return np.asarray(text_inputs.python_label_ids(list(y), self.labels, type(self).__name__))
+
+    def text_dataset(self, x, y, sample_weight, batch_size, shuffle, options, what):
+        """The (ids, labels[, weights]) batches `fit` / `evaluate` run on raw text `x`."""
+        return text_inputs.labelled_dataset(
+            self, x, y, sample_weight, batch_size, shuffle, options, what
+        )
+
+    def _text_setup(self, kwargs, what):
+        """The raw-text options (popped from kwargs); errors without a preprocessor."""
+        if self.preprocessor is None:
+            raise text_inputs.no_preprocessor_error(self, "raw text")
+        if self.text_form is None:
+            raise TypeError(f"{type(self).__name__} does not take raw text")
+        options = dict(self.text_options)
+        for name in list(kwargs):
+            if name in options:
+                options[name] = kwargs.pop(name)
+        return options
+
+    def _text_fit_arguments(self, x, y, batch_size, kwargs):
+        """fit's (x, y, kwargs) with raw text (training and validation) turned into datasets."""
+        what = f"{type(self).__name__}.fit"
+        options = self._text_setup(kwargs, what)
+        sample_weight = kwargs.pop("sample_weight", None)
+        shuffle = kwargs.pop("shuffle", True)
+        split = kwargs.pop("validation_split", 0.0)
+        if split:
+            if kwargs.get("validation_data") is not None:
+                raise ValueError(f"{what}: pass validation_split or validation_data, not both")
+            (x, y, sample_weight), validation = text_inputs.split_validation(
+                x, y, sample_weight, split, self.text_form, what
+            )
+            kwargs["validation_data"] = validation
+        validation = kwargs.get("validation_data")
+        if validation is not None:
+            if isinstance(validation, tf.data.Dataset):
+                vx, vy, vw = validation, None, None
+            else:
+                vx, vy, vw = (tuple(validation) + (None,))[:3]
+            if text_inputs.is_raw_text(vx):
+                kwargs["validation_data"] = self.text_dataset(
+                    vx,
+                    vy,
+                    vw,
+                    kwargs.pop("validation_batch_size", None) or batch_size,
+                    False,
+                    options,
+                    f"{what} validation_data",
+                )
+        dataset = self.text_dataset(x, y, sample_weight, batch_size, shuffle, options, what)
+        kwargs["shuffle"] = False  # the dataset shuffles (Keras would warn that it does not)
+        return dataset, None, kwargs
+
     def fit(self, x=None, y=None, batch_size=None, epochs=1, steps_per_epoch=None, **kwargs):
+        if text_inputs.is_raw_text(x):
+            x, y, kwargs = self._text_fit_arguments(x, y, batch_size, kwargs)
+            batch_size = None
         if self._auto_compile is not None and self._auto_steps_pending:
             steps = _infer_steps(
                 x, y, batch_size, epochs, steps_per_epoch, kwargs.get("initial_epoch", 0)
@@ -373,6 +524,35 @@ class AlbertHeadModel(keras.Model):
         return super().fit(
             x, y, batch_size=batch_size, epochs=epochs, steps_per_epoch=steps_per_epoch, **kwargs
         )
+
+    def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        if text_inputs.is_raw_text(x):
+            what = f"{type(self).__name__}.evaluate"
+            options = self._text_setup(kwargs, what)
+            x = self.text_dataset(
+                x, y, kwargs.pop("sample_weight", None), batch_size, False, options, what
+            )
+            y = batch_size = None
+        return super().evaluate(x, y, batch_size=batch_size, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **options):
+        """`keras.Model.predict` on the ids dict; on raw text (with a preprocessor) the outputs
+        of the subclass' SavedModel export for the same texts (a dict of NumPy arrays, strings
+        as str), with the subclass' `text_options` as keyword arguments."""
+        if not text_inputs.is_raw_text(x):
+            if options:
+                raise TypeError(f"predict got {sorted(options)}: they apply to raw text only")
+            return super().predict(
+                x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks
+            )
+        what = f"{type(self).__name__}.predict"
+        settings = self._text_setup(options, what)
+        if options:
+            raise TypeError(
+                f"{what} got unknown keyword arguments {sorted(options)}; raw-text options: "
+                f"{sorted(self.text_options) or 'none'}"
+            )
+        return text_inputs.predict_text(self, x, batch_size, verbose, steps, callbacks, settings)
 
     # ------------------------------------------------------------------ gradient accumulation
     def micro_batch_weights(self, y, sample_weight):
@@ -485,6 +665,11 @@ class AlbertHeadModel(keras.Model):
             "num_classes": self.num_classes,
             "dropout": self.dropout_rate,
             "labels": self.labels,
+            "preprocessor": (
+                None
+                if self.preprocessor is None
+                else keras.saving.serialize_keras_object(self.preprocessor)
+            ),
             "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
@@ -494,6 +679,8 @@ class AlbertHeadModel(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)

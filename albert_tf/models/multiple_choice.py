@@ -15,14 +15,22 @@ loss is the softmax cross-entropy over the choices (labels: int [B], the right c
 ...           "input_type_ids": np.zeros([2, 4, 5], "int32")}
 >>> model(inputs).shape
 TensorShape([2, 4])
+
+With a preprocessor, `fit`, `evaluate` and `predict` take raw (article, question, options)
+examples, packed in the graph as the RACE task and the SavedModel export pack them.
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.backbone import INPUT_KEYS
 from albert_tf.models.head_model import AlbertHeadModel, load_backbone
+from albert_tf.models.text_inputs import TextForm, label_ids, python_label_ids
+
+#: Letters naming the choices (RACE's answers); labels may be them or the choice's index.
+LETTERS = "ABCD"
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -43,12 +51,34 @@ class AlbertMultipleChoice(AlbertHeadModel):
     The dense bias shifts every choice's score alike, so the softmax ignores it (it gets no
     gradient); it is kept for the original's and Hugging Face's checkpoints, which have it.
 
+    Raw text (with a preprocessor; 4 choices, as the export): examples are rows
+    (article, question, [4 options]) or a dict {"article" [N], "question" [N], "options"
+    [N, 4]} (or a batched tf.data.Dataset of such dicts); a "_" in the question is filled with
+    each option, else the option follows the question (`albert_tf.data.race`). Labels are the
+    right option's index or letter ("A".."D"). `predict` returns the export's serving_default
+    outputs (`albert_tf.export.multiple_choice.choices_body`): "probabilities" [N, 4] and
+    "answer" [N] (the chosen option's index). Option: max_qa_length (pieces kept from the end
+    of question + option; default min(128, (seq_length - 3) // 2)).
+
     Example:
         >>> model = AlbertMultipleChoice.from_pretrained("pretrained/")  # doctest: +SKIP
         >>> model.compile(learning_rate=2e-5, num_train_steps=12000)   # doctest: +SKIP
+        >>> model.predict([("Tom has a cat.", "Tom has a _ .", ["cat", "dog", "car", "hat"])],
+        ...               verbose=0)["answer"]                          # doctest: +SKIP
+        array([0])
     """
 
     default_name = "albert_multiple_choice"
+    default_seq_length = 512
+    text_form = TextForm(
+        ("article", "question", "options"),
+        required=3,
+        vectors=("options",),
+        vector_width=len(LETTERS),
+        expected="(article, question, options) rows with 4 options each, or a dict "
+        "{'article': [batch], 'question': [batch], 'options': [batch, 4]}",
+    )
+    text_options = {"max_qa_length": None}
 
     def __init__(self, backbone, num_choices=4, dropout=0.1, name=None, **kwargs):
         if not isinstance(num_choices, int) or isinstance(num_choices, bool) or num_choices < 1:
@@ -63,6 +93,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
         return backbone_outputs["pooled_output"]
 
     def call(self, inputs, training=False):
+        self.check_ids(inputs)
         if not isinstance(inputs, dict):
             raise TypeError(
                 f"{type(self).__name__} takes a dict of {INPUT_KEYS}, got {type(inputs).__name__}"
@@ -92,17 +123,78 @@ class AlbertMultipleChoice(AlbertHeadModel):
         hidden_dropout_prob=None,
         attention_probs_dropout_prob=None,
         dtype=None,
+        preprocessor="auto",
+        seq_length=None,
         **kwargs,
     ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`), with
-        optional backbone dropout overrides (Table 14's "ALBERT DR": 0.1 for RACE)."""
+        optional backbone dropout overrides (Table 14's "ALBERT DR": 0.1 for RACE) and the
+        directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
+        seq_length 512)."""
         kwargs.pop("num_classes", None)
         kwargs.pop("labels", None)
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )
         logging.info("%s on %s (%d choices)", cls.__name__, directory, num_choices)
+        kwargs["preprocessor"] = cls.pretrained_preprocessor(
+            directory, preprocessor, seq_length, backbone.config
+        )
         return cls(backbone, num_choices=num_choices, dropout=dropout, **kwargs)
+
+    # ------------------------------------------------------------------ raw text
+    def _text_settings(self, options):
+        """(seq_length, max_qa_length) of the raw-text path."""
+        if self.num_choices != len(LETTERS):
+            raise ValueError(
+                f"raw text takes {len(LETTERS)} options per question (as the export); this "
+                f"model has num_choices={self.num_choices}"
+            )
+        seq_length = self.preprocessor.seq_length
+        max_qa_length = options["max_qa_length"]
+        if max_qa_length is None:
+            max_qa_length = min(128, (seq_length - 3) // 2)
+        return seq_length, max_qa_length
+
+    def text_labels(self, y, columns):
+        return np.asarray(python_label_ids(list(y), list(LETTERS), type(self).__name__))
+
+    def encode_text(self, options):
+        from albert_tf.export.multiple_choice import BUCKET, pack_choices
+
+        seq_length, max_qa_length = self._text_settings(options)
+        pre = self.preprocessor
+        special = pre.special_ids
+        # Fixed padding (TPU): one bucket of seq_length pads every batch to it.
+        bucket = BUCKET if pre.dynamic_padding else seq_length
+
+        def encode(columns, y):
+            ids = pack_choices(
+                pre.tokenizer,
+                columns["article"],
+                columns["question"],
+                columns["options"],
+                seq_length,
+                max_qa_length,
+                special["cls_id"],
+                special["sep_id"],
+                special["pad_id"],
+                pre.lower_case,
+                bucket=bucket,
+            )
+            return ids, None if y is None else label_ids(y, list(LETTERS))
+
+        return encode
+
+    def text_predict_function(self, options):
+        from albert_tf.export.multiple_choice import choices_body
+
+        seq_length, max_qa_length = self._text_settings(options)
+        pre = self.preprocessor
+        body = choices_body(
+            self, pre.tokenizer, pre.special_ids, pre.lower_case, seq_length, max_qa_length
+        )
+        return lambda columns: body(columns["article"], columns["question"], columns["options"])
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -23,6 +23,11 @@ import tensorflow as tf
 from albert_tf.text.layers import TRUNCATIONS, SegmentPacker, TextTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
+_EXPECTED = (
+    "AlbertPreprocessor: expected texts of shape [batch] or pairs [batch, 2] (a list of "
+    "[text, text_pair] rows, or a dict {'text', 'text_pair'})"
+)
+
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertPreprocessor(keras.layers.Layer):
@@ -42,13 +47,24 @@ class AlbertPreprocessor(keras.layers.Layer):
         tex_quotes: replace the TeX quotes `` and '' with " while normalizing, as Hugging
             Face's `AlbertTokenizer` does (False: the original ALBERT, which keeps them).
 
-    Call with a string tensor [B], a list/tuple of one or two of them, or a dict with "text" and
-    optionally "text_pair". Returns a dict of int32 [B, S] tensors.
+    Call with a batch of texts or of pairs; it returns a dict of int32 [B, S] tensors:
+    - texts: a Python list of B strings, or a string array / tensor [B] (or [B, 1]);
+    - pairs: a list of B rows [text, text_pair], an array / tensor [B, 2], or a dict
+      {"text": [B], "text_pair": [B]} (a dict with "text" alone: texts);
+    - segments: a list or tuple of one or two string tensors / arrays [B] (not Python lists:
+      a nested Python list is read as rows).
+    Any other shape (a single string, [B, 3], rows of other lengths) is a ValueError naming
+    the shapes it takes.
 
     Example:
         >>> pre = AlbertPreprocessor("30k-clean.model", seq_length=32)
         >>> pre(tf.constant(["Hello world!"]))["input_word_ids"].shape
         TensorShape([1, 32])
+        >>> pre(["Hello world!", "Two texts."])["input_word_ids"].shape
+        TensorShape([2, 32])
+        >>> pairs = pre([["A question?", "Its answer."], ["Short.", "Pair."]])
+        >>> pairs["input_type_ids"].numpy().max(axis=1).tolist()
+        [1, 1]
     """
 
     def __init__(
@@ -130,7 +146,8 @@ class AlbertPreprocessor(keras.layers.Layer):
         return cls(spm_model, **{**model_dir.text_settings(directory), **kwargs})
 
     @staticmethod
-    def _segments(inputs):
+    def _segment_list(inputs):
+        """The one or two text segments of `inputs` (see the class docstring), unconverted."""
         if isinstance(inputs, dict):
             unknown = sorted(set(inputs) - {"text", "text_pair"})
             if "text" not in inputs or unknown:
@@ -138,24 +155,38 @@ class AlbertPreprocessor(keras.layers.Layer):
                     f"AlbertPreprocessor: expected keys 'text' and optionally "
                     f"'text_pair', got {sorted(inputs)}"
                 )
-            segments = [inputs["text"]] + ([inputs["text_pair"]] if "text_pair" in inputs else [])
-        elif isinstance(inputs, (list, tuple)):
-            segments = list(inputs)
-        else:
-            segments = [inputs]
-        if not 1 <= len(segments) <= 2:
-            raise ValueError(
-                f"AlbertPreprocessor takes one or two text segments, got {len(segments)}"
-            )
+            return [inputs["text"]] + ([inputs["text_pair"]] if "text_pair" in inputs else [])
+        if isinstance(inputs, (str, bytes)):
+            raise ValueError(f"{_EXPECTED}, got a single string: pass a list, e.g. [{inputs!r}]")
+        if isinstance(inputs, (list, tuple)):
+            if not inputs:
+                raise ValueError(f"{_EXPECTED}, got an empty {type(inputs).__name__}")
+            if all(isinstance(v, (str, bytes)) for v in inputs):
+                return [list(inputs)]  # a batch of texts
+            if all(isinstance(v, (list, tuple)) for v in inputs):  # rows
+                widths = sorted({len(v) for v in inputs})
+                if widths not in ([1], [2]) or not all(
+                    isinstance(t, (str, bytes)) for row in inputs for t in row
+                ):
+                    raise ValueError(f"{_EXPECTED}, got rows of {' and '.join(map(str, widths))}")
+                return [[row[i] for row in inputs] for i in range(widths[0])]
+            if not 1 <= len(inputs) <= 2:
+                raise ValueError(f"{_EXPECTED}, got {len(inputs)} segments")
+            return list(inputs)  # segments: tensors or arrays [batch]
+        shape = getattr(inputs, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[1] in (1, 2):  # [B, 1] or [B, 2]
+            return [inputs[:, i] for i in range(shape[1])]
+        return [inputs]
+
+    @staticmethod
+    def _segments(inputs):
         tensors = []
-        for segment in segments:
+        for segment in AlbertPreprocessor._segment_list(inputs):
             segment = tf.convert_to_tensor(segment)
             if segment.dtype != tf.string:
                 raise TypeError(f"AlbertPreprocessor: texts must be tf.string, got {segment.dtype}")
             if segment.shape.rank is not None and segment.shape.rank != 1:
-                raise ValueError(
-                    f"AlbertPreprocessor: texts must have shape [batch], got {segment.shape}"
-                )
+                raise ValueError(f"{_EXPECTED}, got {segment.shape.as_list()}")
             tensors.append(segment)
         return tensors
 
@@ -175,8 +206,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         return type(self).from_config(config)
 
     def compute_output_spec(self, inputs):
-        segments = inputs if not isinstance(inputs, dict) else [inputs["text"]]
-        first = segments[0] if isinstance(segments, (list, tuple)) else segments
+        first = self._segment_list(inputs)[0]
         length = None if self.dynamic_padding else self.seq_length
         # One KerasTensor per output: a shared one would make every output of a functional
         # model built on this layer the same tensor.

@@ -16,15 +16,21 @@ for v2, "is_impossible" (0/1 [B]). They are matched to the outputs "start_logits
 ...           "input_mask": np.ones([1, 6], "int32"), "input_type_ids": np.zeros([1, 6], "int32")}
 >>> {k: tuple(v.shape) for k, v in model(inputs).items()}
 {'start_logits': (1, 6), 'end_logits': (1, 6)}
+
+Raw text (with a preprocessor, see `_SquadModel`): `predict` answers (question, context) pairs
+as the SavedModel export does; `fit` / `evaluate` take them with the answers' character
+offsets in the contexts.
 """
 
 import warnings
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 from keras import ops
 
+from albert_tf.models import text_inputs
 from albert_tf.models.backbone import INPUT_KEYS
 from albert_tf.models.head_model import AlbertHeadModel, load_backbone
 
@@ -55,10 +61,40 @@ def _masked(logits, p_mask):
 
 class _SquadModel(AlbertHeadModel):
     """What both SQuAD models share: sequence-output heads, dict labels renamed to the output
-    keys for the compiled loss and metrics, the original's 0.5 loss weights."""
+    keys for the compiled loss and metrics, the original's 0.5 loss weights, raw text.
+
+    Raw text (with a preprocessor): (question, context) pairs as a list of rows, an array
+    [N, 2] or a dict {"question", "context"} (`predict` also takes a batched tf.data.Dataset
+    of these). `predict` returns the export's serving_default outputs
+    (`albert_tf.export.question_answering.answer_body`): "answer" [N], "score", "start", "end"
+    (character offsets, end exclusive, -1 without an answer) and, for v2,
+    "has_answer_probability". `fit` / `evaluate` labels: {"answer_start": character offsets,
+    "answer_text": texts} (or "answer_end" instead of "answer_text"; -1 / "" for a question
+    without an answer), or a list of SQuAD answers {"text", "answer_start"}; the windows and
+    their start / end positions are built as the SQuAD task builds them
+    (`albert_tf.data.squad.build_features`). Options (keyword arguments of fit / evaluate /
+    predict): doc_stride (default min(128, seq_length // 3)), max_query_length (default
+    min(64, seq_length // 2)), and for predict n_best_size (20), max_answer_length (30) and
+    null_threshold (v2, 0.0), as `export_question_answerer`'s.
+    """
 
     num_classes_fixed = 2  # the width of `logits`
     position_biases = ("logits",)  # dense layers whose bias shifts all positions alike
+    window_inputs = ()  # arrays of the raw-text windows the model reads besides the ids
+    default_seq_length = 384
+    text_form = text_inputs.TextForm(
+        ("question", "context"),
+        required=2,
+        expected="(question, context) pairs of shape [batch, 2] (or a dict "
+        "{'question', 'context'})",
+    )
+    text_options = {
+        "doc_stride": None,
+        "max_query_length": None,
+        "n_best_size": 20,
+        "max_answer_length": 30,
+        "null_threshold": 0.0,
+    }
 
     def __init__(self, backbone, dropout, name=None, num_classes=None, labels=None, **kwargs):
         if num_classes not in (None, self.num_classes_fixed) or labels is not None:
@@ -84,6 +120,7 @@ class _SquadModel(AlbertHeadModel):
         return backbone_outputs["sequence_output"]
 
     def sequence_output(self, inputs, training):
+        self.check_ids(inputs)
         if not isinstance(inputs, dict):
             raise TypeError(
                 f"{type(self).__name__} takes a dict of inputs, got {type(inputs).__name__}"
@@ -98,15 +135,86 @@ class _SquadModel(AlbertHeadModel):
         hidden_dropout_prob=None,
         attention_probs_dropout_prob=None,
         dtype=None,
+        preprocessor="auto",
+        seq_length=None,
         **kwargs,
     ):
-        """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`);
-        `kwargs` go to the constructor."""
+        """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`)
+        with the directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
+        seq_length 384); `kwargs` go to the constructor."""
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )
         logging.info("%s on %s", cls.__name__, directory)
+        kwargs["preprocessor"] = cls.pretrained_preprocessor(
+            directory, preprocessor, seq_length, backbone.config
+        )
         return cls(backbone, **kwargs)
+
+    # ------------------------------------------------------------------ raw text
+    def feature_settings(self, options):
+        """The `FeatureSettings` of the raw-text path: the preprocessor's length and casing."""
+        from albert_tf.data.squad import FeatureSettings
+
+        pre = self.preprocessor
+        seq_length = pre.seq_length
+        doc_stride, query = options["doc_stride"], options["max_query_length"]
+        return FeatureSettings(
+            max_seq_length=seq_length,
+            doc_stride=min(128, seq_length // 3) if doc_stride is None else doc_stride,
+            max_query_length=min(64, seq_length // 2) if query is None else query,
+            lower_case=pre.lower_case,
+            tex_quotes=pre.tex_quotes,
+        )
+
+    def text_dataset(self, x, y, sample_weight, batch_size, shuffle, options, what):
+        """(ids (+ p_mask for v2), {start_positions, end_positions (, is_impossible)})
+        batches of the windows of raw (question, context) pairs with the answers `y`, built
+        in Python as the SQuAD task builds them (so not from a tf.data.Dataset)."""
+        from albert_tf.data.squad import SquadExample, build_features
+        from albert_tf.text.tokenizer import SentencePieceTokenizer
+
+        if isinstance(x, tf.data.Dataset):
+            raise ValueError(
+                f"{what}: SQuAD windows and answer positions are built in Python: pass "
+                "(question, context) pairs as a list, an array or a dict with "
+                "y={'answer_start': [...], 'answer_text': [...]}, or a dataset of ids"
+            )
+        if y is None:
+            raise ValueError(f"{what}: raw text needs the answers y (see {type(self).__name__})")
+        columns = text_inputs.read_columns(x, self.text_form, what)
+        contexts = [str(c) for c in columns["context"]]
+        answers = answer_spans(y, contexts, what)
+        examples = [
+            SquadExample(str(i), str(q), c, text, start, is_impossible=start < 0)
+            for i, (q, c, (start, text)) in enumerate(zip(columns["question"], contexts, answers))
+        ]
+        pre = self.preprocessor
+        tokenizer = SentencePieceTokenizer(
+            pre.model_proto, lower_case=pre.lower_case, tex_quotes=pre.tex_quotes
+        )
+        features = build_features(examples, tokenizer, self.feature_settings(options))
+        inputs = features.model_inputs()
+        inputs.update({k: getattr(features, k) for k in self.window_inputs})
+        outputs = self.default_loss()
+        labels = {k: getattr(features, k) for k, out in LABEL_OUTPUTS.items() if out in outputs}
+        parts = [inputs, labels]
+        if sample_weight is not None:
+            parts.append(np.asarray(sample_weight, np.float32)[features.example_index])
+        return text_inputs.batched(parts, batch_size, shuffle).prefetch(tf.data.AUTOTUNE)
+
+    def text_predict_function(self, options):
+        from albert_tf.export.question_answering import answer_body
+
+        body = answer_body(
+            self,
+            self.preprocessor.tokenizer,
+            self.feature_settings(options),
+            options["n_best_size"],
+            options["max_answer_length"],
+            float(options["null_threshold"]),
+        )
+        return lambda columns: body(columns["question"], columns["context"])
 
     # ------------------------------------------------------------------ loss and metrics
     def default_loss_weights(self):
@@ -249,6 +357,7 @@ class AlbertSquadV2Model(_SquadModel):
     """
 
     default_name = "albert_squad_v2"
+    window_inputs = ("p_mask",)
     num_classes_fixed = 1  # `logits` is the start-logit layer
     position_biases = ("logits", "end_dense_1")
 
@@ -415,3 +524,48 @@ class AlbertSquadV2Model(_SquadModel):
             "start_n_top": self.start_n_top,
             "end_n_top": self.end_n_top,
         }
+
+
+def answer_spans(y, contexts, what=""):
+    """[(answer_start, answer_text)] of raw-text SQuAD labels `y`: {"answer_start",
+    "answer_text" (or "answer_end")} columns or a list of {"text", "answer_start"} dicts; -1 /
+    "" for no answer. Each answer must be the context's text at its offset.
+
+    >>> answer_spans({"answer_start": [4, -1], "answer_end": [9, -1]}, ["the Tower", "x"])
+    [(4, 'Tower'), (-1, '')]
+    """
+    prefix = f"{what}: " if what else ""
+    if isinstance(y, dict):
+        if "answer_start" not in y or ("answer_text" in y) == ("answer_end" in y):
+            raise ValueError(
+                f"{prefix}labels need 'answer_start' and one of 'answer_text' / 'answer_end' "
+                f"(character offsets in the contexts), got keys {sorted(y)}"
+            )
+        starts = [int(s) for s in y["answer_start"]]
+        if "answer_text" in y:
+            texts = [str(t) for t in y["answer_text"]]
+        else:
+            ends = [int(e) for e in y["answer_end"]]
+            texts = [c[s:e] if s >= 0 else "" for c, s, e in zip(contexts, starts, ends)]
+    elif isinstance(y, (list, tuple)) and all(isinstance(a, dict) for a in y):
+        starts = [int(a.get("answer_start", -1)) for a in y]
+        texts = [str(a.get("text", "")) for a in y]
+    else:
+        raise ValueError(
+            f"{prefix}labels must be {{'answer_start': [...], 'answer_text': [...]}} or a list "
+            f"of {{'text', 'answer_start'}} dicts, got {type(y).__name__}"
+        )
+    if len(starts) != len(contexts) or len(texts) != len(contexts):
+        raise ValueError(f"{prefix}{len(contexts)} questions but {len(starts)} answers")
+    spans = []
+    for i, (context, start, text) in enumerate(zip(contexts, starts, texts)):
+        if start < 0 or not text:
+            spans.append((-1, ""))
+            continue
+        if context[start : start + len(text)] != text:
+            raise ValueError(
+                f"{prefix}answer {i} {text!r} is not at character {start} of its context "
+                f"(which has {context[start : start + len(text)]!r} there)"
+            )
+        spans.append((start, text))
+    return spans

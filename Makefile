@@ -22,7 +22,7 @@ lint: $(STAMP)
 # Two workers: the suite is mostly TensorFlow start-up and Python, which two cores run side by side;
 # worksteal keeps both busy to the end (a few tests train for a minute or more).
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist worksteal tests
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=25 tests
 
 # The suite on TensorFlow 2.20 (what TPU VMs ship) in an environment of its own; not part of CI,
 # which tests 2.21 (both runs take about 7 minutes on 2 cores).

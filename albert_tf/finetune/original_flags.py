@@ -216,10 +216,36 @@ def _is_tf1_checkpoint(path):
     return model_dir.CONFIG_FILE not in names
 
 
+def conversion_key(checkpoint, config_file=None):
+    """16 hex digits naming the conversion of the TF1 `checkpoint` (a prefix, or a directory
+    holding one) with `config_file`: a hash of the checkpoint's .index file (which holds a
+    checksum of every tensor) and of the config's bytes."""
+    import hashlib
+
+    import tensorflow as tf
+
+    from albert_tf.train.warm_start import checkpoint_prefix
+
+    prefix = checkpoint_prefix(checkpoint)
+    if prefix is not None:
+        indexes = [prefix + ".index"]
+    else:  # a directory without a `checkpoint` state file: every checkpoint in it
+        indexes = sorted(tf.io.gfile.glob(os.path.join(checkpoint, "*.index")))
+    digest = hashlib.sha256()
+    for path in (*indexes, config_file):
+        if path and tf.io.gfile.exists(path):
+            with tf.io.gfile.GFile(path, "rb") as f:
+                digest.update(f.read())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
 class InitCheckpoint:
     """--init_checkpoint: our model directory, or the original's TF1 checkpoint (prefix, or its
     directory), converted with --albert_config_file (default: the albert_config.json beside
-    it) into OUTPUT_DIR/converted_init_checkpoint, which is then used (re-runs reuse it)."""
+    it) into OUTPUT_DIR/converted_init_checkpoint/KEY, which is then used. KEY is
+    `conversion_key` of the checkpoint and config: a re-run with the same ones reuses the
+    conversion, other ones get their own (and the run record then names the difference)."""
 
     kind, late = None, True  # after --albert_config_file was checked
 
@@ -240,7 +266,8 @@ class InitCheckpoint:
         output_dir = assigner.value("output_dir")
         if not output_dir:
             raise InvalidFlagError("--output_dir is required")
-        target = os.path.join(output_dir, CONVERTED_DIR)
+        config_file = assigner.value("albert_config_file")
+        target = os.path.join(output_dir, CONVERTED_DIR, conversion_key(value, config_file))
         if tf.io.gfile.exists(os.path.join(target, model_dir.CONFIG_FILE)):
             logging.info("--%s=%s: using its conversion in %s", name, value, target)
         else:
@@ -252,7 +279,7 @@ class InitCheckpoint:
                     "original",
                     value,
                     target,
-                    config_file=assigner.value("albert_config_file"),
+                    config_file=config_file,
                     spm_model_file=assigner.value("spm_model_file"),
                 )
             except (ValueError, TypeError) as e:

@@ -847,7 +847,6 @@ def run_finetuning(params, task, strategy=None):
     validate(params)
     config = _load_config(params)
     spm_model_file = resolve_vocabulary(params, config)
-    params = _learning_rate_of_size(params, config)
     if strategy is None:
         strategy = strategy_lib.create_strategy(
             params.strategy, tpu=params.tpu, logical_cpus=params.logical_cpus
@@ -884,7 +883,8 @@ def run_finetuning(params, task, strategy=None):
         )
         if on
     ]
-    task.load(wanted)
+    task.load(wanted)  # the data's errors come before any log line of the model's
+    params = _learning_rate_of_size(params, config)
     params = _warmup_from_proportion(_steps_from_epochs(params, task))
     tf.io.gfile.makedirs(params.output_dir)
     params, previous_policy = apply_to_params(params, strategy)  # logs the choice

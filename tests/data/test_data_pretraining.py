@@ -252,15 +252,16 @@ def test_script_rejects_bad_flags_before_work(tmp_path, spm_model_file):
         f"--output_file={tmp_path}/o",
         f"--spm_model_file={spm_model_file}",
     ]
+    corpus = tmp_path / "x.txt"
+    corpus.write_text("One sentence.\nAnother sentence.\n")
+    given = f"--input_file={corpus}"
     cases = [
-        (
-            ["--input_file=x.txt", "--do_permutation"],
-            "--do_permutation: the permuted-span objective",
-        ),
-        (["--input_file=x.txt", "--tfds_name=wiki"], "--input_file: give exactly one of"),
-        (["--input_file=x.txt", "--masked_lm_prob=0"], "masked_lm_prob must be in (0, 1]"),
+        ([given, "--do_permutation"], "--do_permutation: the permuted-span objective"),
+        ([given, "--tfds_name=wiki"], "--input_file: give exactly one of"),
+        ([given, "--masked_lm_prob=0"], "masked_lm_prob must be in (0, 1]"),
+        (["--input_file=missing.txt"], "--input_file: no file matches 'missing.txt'"),
     ]
     for extra, message in cases:
         result = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
         assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
-    assert list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == [corpus]  # nothing written

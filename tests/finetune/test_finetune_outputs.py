@@ -85,7 +85,7 @@ def test_short_texts_get_a_hint_and_readable_outputs(tmp_path, corpus_file, spm_
         text_column="sentence",
         labels=["no", "yes"],
     )
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         result = run_finetuning(params, SentenceClassificationTask(data))
     out = result["output_dir"]
     # the learning rate of the model's size, with the reason

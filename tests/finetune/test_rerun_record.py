@@ -175,7 +175,7 @@ def test_the_script_exits_1_naming_every_difference(finished):
 def test_settings_that_may_differ_resume(finished, tmp_path, caplog):
     out = str(tmp_path / "out")
     shutil.copytree(finished["out"], out)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         result = _run(finished, out, eval_batch_size=8, verbose=2)
     assert result["global_step"] == 2 and result["best"] == finished["result"]["best"]
     assert "training is complete" in caplog.text

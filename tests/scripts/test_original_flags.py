@@ -163,7 +163,7 @@ def test_original_flag(script, flag, caplog):
             _parse(script, argument)
         assert "\n" not in str(raised.value)
         return
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         values = _parse(script, argument)
     if expected[0] == "no effect":
         assert f"--{flag}" in caplog.text and "no effect" in caplog.text
@@ -313,7 +313,11 @@ def test_run_squad_v2_original_command_line(original_checkpoint, spm_model_file,
         assert (out / name).exists(), name
     results = json.loads((out / "eval_results.json").read_text())
     assert "eval_f1" in results["history"][-1] and "eval_best_f1" in results["history"][-1]
-    assert (out / original_flags.CONVERTED_DIR / "config.json").exists()
+    key = original_flags.conversion_key(str(tf1 / "model.ckpt"), str(tf1 / "albert_config.json"))
+    assert (out / original_flags.CONVERTED_DIR / key / "config.json").exists()
+    # Another checkpoint (here: the same weights, another config file) gets its own conversion.
+    assert key != original_flags.conversion_key(str(tf1 / "model.ckpt"))
+    assert key == original_flags.conversion_key(str(tf1), str(tf1 / "albert_config.json"))
 
 
 def test_run_classifier_original_command_line(original_checkpoint, spm_model_file, tmp_path):

@@ -55,7 +55,7 @@ def test_other_settings_are_refused_before_work(records, finished):
 
 def test_settings_that_may_differ_resume(records, finished, tmp_path, caplog):
     out = _copy(finished, tmp_path)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         result = runner.run_pretraining(
             tiny_params(records, out, eval_batch_size=4, steps_per_loop=1)
         )
@@ -89,7 +89,7 @@ def test_overwrite_output_dir_starts_over(records, finished, tmp_path):
 def test_a_run_of_an_older_albert_tf_resumes_with_a_warning(records, finished, tmp_path, caplog):
     out = _copy(finished, tmp_path)
     os.remove(os.path.join(out, "run.json"))
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="absl"):
         result = runner.run_pretraining(tiny_params(records, out, learning_rate=0.01))
     assert result["global_step"] == 2 and result["train"] is None
     assert "holds a run without a record of its settings" in caplog.text

@@ -5,14 +5,17 @@
   workers of a multi-worker job must take part in every save too, so they write to a local
   temporary directory that is emptied after each save and deleted on `close()`. Every process
   restores from the chief's directory.
-* The input position is not stored: the runner rebuilds the input pipeline and skips to the
-  restored step (see `albert_tf.train.runner`).
+* The input position is the step plus `skipped_batches`, stored with the checkpoint: the batches
+  a divergence recovery skipped (`albert_tf.train.controller`). The runner rebuilds the input
+  pipeline and skips to that position (see `albert_tf.train.runner`). The checkpoint also counts
+  the run's `recoveries`. Checkpoints written before these existed restore them as 0.
 * Before restoring, `restore_latest` compares the checkpoint's variables (names and shapes, as
   `tf.train.list_variables` gives them) with the model's and raises InvalidFlagError saying the
   directory holds a run of another model and which settings differ (from the shapes; a runner
   that stored its config compares those fields first with `check_same_settings`).
 * `PreemptionWatcher` turns SIGTERM (how Cloud TPU / GKE / Slurm announce preemption) into a
-  flag the loop checks between loops; the runner then saves and exits.
+  flag, and at once into a stop request that the host loop checks between steps; the controller
+  then saves and exits.
 
 >>> import keras, tensorflow as tf, tempfile
 >>> from albert_tf.optim import Lamb
@@ -60,7 +63,8 @@ class Preempted(Exception):
 
 
 class Checkpointer:
-    """Saves and restores {model, optimizer} every N steps; only the chief keeps its files.
+    """Saves and restores {model, optimizer, skipped_batches, recoveries} every N steps; only the
+    chief keeps its files.
 
     Args:
         directory: where the chief's checkpoints live (created if missing; gs:// allowed).
@@ -75,11 +79,18 @@ class Checkpointer:
         self.model, self.optimizer = model, optimizer
         # The optimizer reaches every trainable variable; the non-trainable ones (dropout seed
         # states among them) are listed too, so a resumed run draws the same dropout masks.
-        self.checkpoint = tf.train.Checkpoint(
+        with tf.device("/cpu:0"):
+            self.skipped_batches = tf.Variable(0, dtype=tf.int64, trainable=False)
+            self.recoveries = tf.Variable(0, dtype=tf.int64, trainable=False)
+        objects = dict(
             model=model,
             optimizer=optimizer,
             non_trainable_variables=list(model.non_trainable_variables),
         )
+        self.checkpoint = tf.train.Checkpoint(
+            **objects, skipped_batches=self.skipped_batches, recoveries=self.recoveries
+        )
+        self._older_checkpoint = tf.train.Checkpoint(**objects)  # one without the run state
         if chief:
             tf.io.gfile.makedirs(directory)
             self._write_dir = directory
@@ -110,9 +121,20 @@ class Checkpointer:
                     f"({describe_shape_differences(differences)}): resume it with its own "
                     "settings or use a new --output_dir"
                 )
-            self.checkpoint.restore(path).assert_existing_objects_matched()
+            reader = tf.train.load_checkpoint(path)
+            if reader.has_tensor("skipped_batches/.ATTRIBUTES/VARIABLE_VALUE"):
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+            else:
+                self.skipped_batches.assign(0)
+                self.recoveries.assign(0)
+                self._older_checkpoint.restore(path).assert_existing_objects_matched()
             logging.info("Restored %s (step %d)", path, int(self.optimizer.iterations.numpy()))
         return path
+
+    @property
+    def input_position(self):
+        """How many batches the input consumed before the current step (a Python int)."""
+        return int(self.optimizer.iterations.numpy()) + int(self.skipped_batches.numpy())
 
     def save(self):
         """Saves at the current step; returns the path (the chief's) of the new checkpoint."""
@@ -211,18 +233,25 @@ class PreemptionWatcher:
     """Context manager: while active, SIGTERM (and any of `signals`) sets `requested` instead of
     killing the process; with SIGINT watched, a second Ctrl-C interrupts at once.
 
+    `on_signal()`, when given, is called at once from a helper thread (through
+    `signal.set_wakeup_fd`), even while the main thread is busy in TensorFlow, where Python runs
+    no signal handler until the op returns: the training loop passes `Trainer.request_stop`, so a
+    loop of many steps ends at the next step boundary.
+
     Only the main thread can install signal handlers; elsewhere the watcher is inert. The previous
-    handler is restored on exit.
+    handlers (and wakeup fd) are restored on exit.
 
     >>> with PreemptionWatcher() as watcher:
     ...     watcher.requested
     False
     """
 
-    def __init__(self, signals=(signal.SIGTERM,)):
+    def __init__(self, signals=(signal.SIGTERM,), on_signal=None):
         self.signals = signals
+        self.on_signal = on_signal
         self.requested = False
         self._previous = {}
+        self._wakeup = None  # (read fd, write fd, previous wakeup fd, thread)
 
     def _handle(self, signum, frame):
         del frame
@@ -230,18 +259,44 @@ class PreemptionWatcher:
             raise KeyboardInterrupt  # a second Ctrl-C stops at once
         if not self.requested:
             logging.warning(
-                "Received signal %d: saving a checkpoint at the end of this loop, then exiting",
+                "Received signal %d: saving a checkpoint at the next step boundary, then exiting",
                 signum,
             )
         self.requested = True
+
+    def _forward(self, read_fd):
+        """Helper thread: calls `on_signal` for each watched signal written to the wakeup fd;
+        a 0 byte ends it."""
+        watched = {int(sig) for sig in self.signals}
+        while True:
+            data = os.read(read_fd, 64)
+            if not data or 0 in data:
+                return
+            if watched.intersection(data):
+                self.on_signal()
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for sig in self.signals:
                 self._previous[sig] = signal.signal(sig, self._handle)
+            if self.on_signal is not None:
+                read_fd, write_fd = os.pipe()
+                os.set_blocking(write_fd, False)
+                previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+                thread = threading.Thread(target=self._forward, args=(read_fd,), daemon=True)
+                thread.start()
+                self._wakeup = (read_fd, write_fd, previous, thread)
         return self
 
     def __exit__(self, *exc):
+        if self._wakeup is not None:
+            read_fd, write_fd, previous, thread = self._wakeup
+            signal.set_wakeup_fd(previous)
+            os.write(write_fd, b"\0")
+            thread.join()
+            os.close(read_fd)
+            os.close(write_fd)
+            self._wakeup = None
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous = {}

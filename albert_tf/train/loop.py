@@ -15,7 +15,9 @@ The task (an `albert_tf.train.task_api.Task`) supplies the model-specific parts 
   Collectives stay outside the XLA cluster: XLA + MirroredStrategy on CPU works this way.
 * Statistics are local sums, reduced (summed) over replicas and steps; the loop also reports the
   mean pre-clip gradient norm and the first step whose statistics or gradient norm were not
-  finite.
+  finite, where it ends early.
+* `request_stop()` (from any thread, e.g. on SIGTERM) ends the running loop after the step in
+  progress; under several workers the request is all-reduced each step, so all stop together.
 
 The optimizer must be built (`optimizer.build(model.trainable_variables)`) inside
 `strategy.scope()` before the first call (keras#23085); `Trainer` does it.
@@ -33,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.optim.clipping import clip_by_global_norm, global_norm, to_dense
-from albert_tf.train.strategy import is_tpu
+from albert_tf.train.strategy import is_tpu, num_workers
 
 
 @dataclasses.dataclass
@@ -70,6 +72,11 @@ class Trainer:
         self.variables = list(model.trainable_variables)
         with strategy.scope():
             optimizer.build(self.variables)  # before tracing (keras#23085) and before restore
+        # Read by the host loop's condition; set by `request_stop` (a host variable, so another
+        # thread may set it while the loop runs).
+        with tf.device("/cpu:0"):
+            self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
+        self._several_workers = num_workers(strategy) > 1
         jit = bool(jit_compile) and not is_tpu(strategy)
         self._gradients_fn = tf.function(self._gradients, jit_compile=jit)
         self._eval_fn = tf.function(self._eval_statistics, jit_compile=jit)
@@ -121,18 +128,27 @@ class Trainer:
         sums = [tf.constant(0.0) for _ in keys]
         norm_sum = tf.constant(0.0)
         first_bad = tf.constant(-1, tf.int32)
-        for i in tf.range(num_steps):
+        i = tf.constant(0, tf.int32)
+        # Ends early, at a step boundary, on a stop request or at the first non-finite step.
+        while i < num_steps and first_bad < 0 and not self._stop_agreed():
             stats, norm = self.strategy.run(self._replica_step, args=(next(iterator),))
             stats = self._sum(stats)
             norm = self.strategy.reduce(tf.distribute.ReduceOp.MEAN, norm, axis=None)
             values = [stats[k] for k in keys]
             finite = tf.reduce_all(tf.math.is_finite(tf.stack(values + [norm])))
-            first_bad = tf.where(
-                tf.logical_and(first_bad < 0, tf.logical_not(finite)), i, first_bad
-            )
+            first_bad = tf.where(finite, first_bad, i)
             sums = [s + v for s, v in zip(sums, values)]
             norm_sum += norm
-        return dict(zip(keys, sums)), norm_sum, first_bad
+            i += 1
+        return dict(zip(keys, sums)), norm_sum, first_bad, i
+
+    def _stop_agreed(self):
+        """The stop request, set on any worker: one scalar all-reduce per step when there are
+        several workers (so every worker ends the loop at the same step), else a read."""
+        if self._several_workers:
+            flag = self.strategy.run(lambda: tf.cast(self.stop_requested, tf.float32))
+            return self.strategy.reduce(tf.distribute.ReduceOp.SUM, flag, axis=None) > 0
+        return self.stop_requested.read_value()
 
     def _eval_step_body(self, batch):
         # A Python replica function calling the compiled one: each replica then traces it with
@@ -142,15 +158,25 @@ class Trainer:
 
     # ------------------------------------------------------------------ public API
     def train(self, iterator, num_steps):
-        """Runs `num_steps` training steps; returns a LoopResult of summed statistics."""
-        stats, norm_sum, first_bad = self._train_loop(iterator, tf.constant(num_steps, tf.int32))
-        first_bad = int(first_bad)
+        """Runs up to `num_steps` training steps; returns a LoopResult of summed statistics.
+
+        The loop ends early, at a step boundary, after the first step whose statistics or
+        gradient norm are not finite, or once `request_stop()` was called (from any thread,
+        e.g. a signal watcher, while the loop runs); `LoopResult.steps` says how many ran."""
+        stats, norm_sum, first_bad, steps = self._train_loop(
+            iterator, tf.constant(num_steps, tf.int32)
+        )
+        first_bad, steps = int(first_bad), int(steps)
         return LoopResult(
-            steps=num_steps,
+            steps=steps,
             stats={k: v.numpy() for k, v in stats.items()},
-            gradient_norm=float(norm_sum) / max(num_steps, 1),
+            gradient_norm=float(norm_sum) / max(steps, 1),
             first_nonfinite_step=None if first_bad < 0 else first_bad,
         )
+
+    def request_stop(self):
+        """Makes the running (or next) `train` call end after the step in progress."""
+        self.stop_requested.assign(True)
 
     def evaluate(self, dataset, max_steps):
         """Evaluates on a fresh pass over the distributed `dataset` (at most `max_steps`

@@ -125,6 +125,23 @@ class PretrainingParams:
     )
     eval_every_steps: int = setting(0, "Evaluate every this many steps (0: only at the end).")
     max_eval_steps: int = setting(100, "At most this many eval batches per evaluation.")
+    # --- divergence recovery and profiling
+    max_loss: Optional[float] = setting(
+        None,
+        "Treat a host loop whose mean loss exceeds this as a divergence, like a NaN/Inf loss "
+        "(default: only NaN/Inf).",
+    )
+    max_consecutive_recoveries: int = setting(
+        3,
+        "On a divergence, restore the newest checkpoint, skip the batches read since and go "
+        "on, at most this many times with no checkpoint saved in between; then stop (exit 3). "
+        "0: stop at the first.",
+    )
+    profile_steps: Optional[str] = setting(
+        None,
+        "A,B: write a TensorBoard profiler trace of steps A to B (1-based) to "
+        "<output_dir>/summaries/profile.",
+    )
     # --- distribution
     strategy: str = setting(
         "one_device",
@@ -222,6 +239,13 @@ def validate_params(params):
             f"--clip_norm ({p.clip_norm}) and --weight_decay_rate "
             f"({p.weight_decay_rate}) must be >= 0"
         )
+    if p.max_loss is not None and not p.max_loss > 0:
+        raise InvalidFlagError(f"--max_loss must be > 0 when given, got {p.max_loss}")
+    if p.max_consecutive_recoveries < 0:
+        raise InvalidFlagError(
+            f"--max_consecutive_recoveries must be >= 0, got {p.max_consecutive_recoveries}"
+        )
+    parse_profile_steps(p.profile_steps, p.num_train_steps)
     if p.max_predictions_per_seq > p.max_seq_length:
         raise InvalidFlagError(
             f"--max_predictions_per_seq ({p.max_predictions_per_seq}) exceeds "
@@ -241,3 +265,28 @@ def validate_params(params):
         raise InvalidFlagError(
             f"--logical_cpus applies to --strategy=mirrored only (got --strategy={p.strategy})"
         )
+
+
+def parse_profile_steps(text, num_train_steps):
+    """--profile_steps "A,B" as (A, B) with 1 <= A <= B <= num_train_steps; None for None or "".
+
+    >>> parse_profile_steps("5,8", 10)
+    (5, 8)
+    >>> parse_profile_steps("8,5", 10)
+    Traceback (most recent call last):
+    ...
+    albert_tf.settings.InvalidFlagError: --profile_steps='8,5' must be A,B with 1 <= A <= B <= ...
+    """
+    if not text:
+        return None
+    parts = text.split(",")
+    try:
+        first, last = (int(part) for part in parts)
+    except ValueError:
+        first, last = 0, -1
+    if not 1 <= first <= last <= num_train_steps:
+        raise InvalidFlagError(
+            f"--profile_steps={text!r} must be A,B with 1 <= A <= B <= --num_train_steps "
+            f"({num_train_steps})"
+        )
+    return first, last

@@ -20,13 +20,15 @@ logs, summaries, evaluation, checkpoints, preemption), `checkpointing`, `summari
    fine-tuning to `output_dir/export` (with the SentencePiece model when given).
 
 Input position on resume: the training input is rebuilt with the same seed and skips the
-batches that the restored step already consumed (`input_resume="skip"`: exact, so an interrupted
+batches that the restored step already consumed (plus those skipped by divergence recoveries,
+which the checkpoint counts) (`input_resume="skip"`: exact, so an interrupted
 run ends with the same weights as an uninterrupted one; the skip re-reads those records, which
 is cheap on CPU/GPU scales). `input_resume="reshuffle"` starts a fresh order seeded by
 (seed, step) instead, at no cost, as the original did (its input_fn restarted from scratch).
 
-Outputs under `output_dir`: checkpoints/ (ckpt-N), summaries/{train,eval}/ (TensorBoard),
-albert_config.json, eval_results.json, export/, run.json (`RUN_OUTPUTS`).
+Outputs under `output_dir`: checkpoints/ (ckpt-N), summaries/{train,eval}/ (TensorBoard;
+summaries/profile/ with --profile_steps), albert_config.json, eval_results.json (with the run's
+divergence `recoveries`), export/, run.json (`RUN_OUTPUTS`).
 
 >>> params = PretrainingParams(input_file="data/train-*.tfrecord", output_dir="/tmp/run",
 ...                            preset="albert_tiny", max_seq_length=128)  # doctest: +SKIP
@@ -52,7 +54,7 @@ from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.controller import Controller, NonFiniteLossError
 from albert_tf.train.loop import Trainer
-from albert_tf.train.params import PretrainingParams, validate_params
+from albert_tf.train.params import PretrainingParams, parse_profile_steps, validate_params
 from albert_tf.train.task import PretrainingTask
 from albert_tf.train.warm_start import warm_start
 
@@ -79,7 +81,9 @@ NOT_RECORDED = ("output_dir", "overwrite_output_dir")
 #   lines and summaries are written, how many are kept, whether the model is exported;
 # - strategy, tpu, logical_cpus, jit_compile, recompute: how the same steps run (speed and
 #   memory; float rounding may differ slightly, but moving a preempted run to other hardware
-#   is a legitimate resume).
+#   is a legitimate resume);
+# - max_loss, max_consecutive_recoveries, profile_steps: what counts as a divergence and how
+#   often to recover (a run stopped with exit 3 may be re-run with other bounds), profiling.
 MAY_DIFFER = (
     "eval_input_files",
     "eval_batch_size",
@@ -94,6 +98,9 @@ MAY_DIFFER = (
     "logical_cpus",
     "jit_compile",
     "recompute",
+    "max_loss",
+    "max_consecutive_recoveries",
+    "profile_steps",
 )
 
 
@@ -264,19 +271,21 @@ class _Runner:
             self.config.to_json_file(os.path.join(self.p.output_dir, "albert_config.json"))
         return restored
 
-    def _train_dataset(self, start_step):
+    def _train_dataset(self, position):
+        """The training input from batch `position` on (the step plus the batches skipped by
+        divergence recoveries)."""
         p = self.p
         seed, skip = p.seed, 0
-        if start_step and p.seed is not None:
+        if position and p.seed is not None:
             if p.input_resume == "skip":
-                skip = start_step
+                skip = position
                 logging.info(
                     "Skipping the %d batches per replica consumed before step %d",
-                    start_step,
-                    start_step,
+                    position,
+                    self.trainer.step,
                 )
             else:
-                seed = p.seed + start_step
+                seed = p.seed + position
         return distributed_dataset(
             self.strategy, self.task, p.input_file, p.train_batch_size, True, seed, skip
         )
@@ -298,12 +307,16 @@ class _Runner:
             eval_dataset=eval_dataset,
             eval_every=p.eval_every_steps,
             max_eval_steps=p.max_eval_steps,
+            max_loss=p.max_loss,
+            max_consecutive_recoveries=p.max_consecutive_recoveries,
+            profile_steps=parse_profile_steps(p.profile_steps, p.num_train_steps),
+            profile_dir=os.path.join(p.output_dir, "summaries", "profile"),
         )
 
     def train(self, controller):
         """Trains to --num_train_steps; returns the metrics of the last loop (None: nothing to
         train)."""
-        return controller.train(lambda step: iter(self._train_dataset(step)))
+        return controller.train(lambda position: iter(self._train_dataset(position)))
 
     def finish(self, controller, train_metrics):
         """The final evaluation (eval_results.json) and export; returns run_pretraining's dict."""
@@ -317,6 +330,7 @@ class _Runner:
         }
         if controller.eval_dataset is not None:
             metrics = controller.evaluate()
+            metrics["recoveries"] = controller.recoveries
             result["eval"] = metrics
             if self.chief:
                 files.write_json(os.path.join(p.output_dir, "eval_results.json"), metrics)

@@ -51,8 +51,9 @@ class LinearRegression(Task):
         }
 
 
-def _controller(directory, y=Y, actions=(), **settings):
-    """A Controller over a fresh zero-initialised linear model trained with Adam."""
+def _controller(directory, y=Y, actions=(), x=X, task=None, input_hook=None, **settings):
+    """A Controller over a fresh zero-initialised linear model trained with Adam; `input_hook`
+    maps the training input (from its position on) to another dataset."""
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     with strategy.scope():
         model = keras.Sequential(
@@ -60,9 +61,9 @@ def _controller(directory, y=Y, actions=(), **settings):
         )
         optimizer = keras.optimizers.Adam(LEARNING_RATE)
     trainer = Trainer(
-        strategy, LinearRegression(), model, optimizer, clip_norm=0, jit_compile=False
+        strategy, task or LinearRegression(), model, optimizer, clip_norm=0, jit_compile=False
     )
-    data = tf.data.Dataset.from_tensor_slices({"x": X, "y": y}).batch(BATCH)
+    data = tf.data.Dataset.from_tensor_slices({"x": x, "y": y}).batch(BATCH)
     checkpointer = checkpointing.Checkpointer(
         os.path.join(directory, "checkpoints"), model, optimizer
     )
@@ -80,8 +81,11 @@ def _controller(directory, y=Y, actions=(), **settings):
         **settings,
     )
 
-    def train(step):  # the input from `step` on
-        return iter(strategy.experimental_distribute_dataset(data.repeat().skip(step)))
+    def train(position):  # the input from batch `position` on
+        dataset = data.repeat().skip(position)
+        if input_hook is not None:
+            dataset = input_hook(dataset)
+        return iter(strategy.experimental_distribute_dataset(dataset))
 
     return controller, train
 
@@ -165,41 +169,148 @@ def test_a_nan_loss_stops_and_names_the_last_good_checkpoint(tmp_path, caplog):
     y[4 * BATCH + 2] = np.nan  # in the batch of step 5
     controller, train = _controller(
         str(tmp_path), y=y, total_steps=8, steps_per_loop=2, save_every=2
-    )
+    )  # max_consecutive_recoveries=0
     with pytest.raises(NonFiniteLossError) as error:
         controller.train(train)
     last_good = str(tmp_path / "checkpoints" / "ckpt-4")
     assert str(error.value) == (
-        f"the loss or gradient norm became NaN or Inf at step 5; stopping. The newest checkpoint "
-        f"({last_good}) is the last good one. Lower --learning_rate, check --clip_norm, or "
-        "inspect the input data"
+        "training diverged (loss or gradient norm NaN or Inf at step 5) and "
+        f"--max_consecutive_recoveries=0; stopping. The newest checkpoint ({last_good}) is the "
+        "last good one. Lower --learning_rate, check --clip_norm, or inspect the input data"
     )
     values = checkpoint_values(last_good)
     assert values and all(np.isfinite(v).all() for v in values.values())
-    with pytest.raises(NonFiniteLossError, match="model weights are NaN or Inf at step 6"):
-        controller.save()  # the diverged weights are never saved
+    # The loop ended at the bad step; the diverged weights are never saved.
+    with pytest.raises(NonFiniteLossError, match="model weights are NaN or Inf at step 5"):
+        controller.save()
+
+
+def _preempted_then_resumed(tmp_path, settings, **preempting):
+    """Runs `settings` uninterrupted and with `preempting` (which sends SIGTERM), then resumes the
+    latter to the end; checks the final weights are equal; returns the `Preempted` stop."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("SIGTERM is caught in the main thread only")  # else it would end pytest
+    reference, train = _controller(str(tmp_path / "reference"), **settings)
+    reference.train(train)
+    directory = str(tmp_path / "preempted")
+    controller, train = _controller(directory, **preempting, **settings)
+    with pytest.raises(checkpointing.Preempted) as stop:
+        controller.train(train)
+    assert os.path.basename(stop.value.checkpoint) == f"ckpt-{stop.value.step}"
+    resumed, train = _controller(directory, **settings)  # restores that checkpoint
+    assert resumed.trainer.step == stop.value.step
+    resumed.train(train)
+    assert resumed.trainer.step == settings["total_steps"]
+    _same_final_weights(directory, str(tmp_path / "reference"), settings["total_steps"])
+    return stop.value
 
 
 def test_a_preempted_run_resumes_to_the_uninterrupted_weights(tmp_path):
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("SIGTERM is caught in the main thread only")  # else it would end pytest
     settings = dict(total_steps=8, steps_per_loop=3, save_every=4, eval_every=0)
-    reference, train = _controller(str(tmp_path / "reference"), **settings)
-    reference.train(train)
-
-    directory = str(tmp_path / "preempted")
     preempt = Action(lambda step: os.kill(os.getpid(), signal.SIGTERM), every=5)
-    controller, train = _controller(directory, actions=[preempt], **settings)
-    with pytest.raises(checkpointing.Preempted) as stop:
-        controller.train(train)
-    assert (stop.value.step, os.path.basename(stop.value.checkpoint)) == (5, "ckpt-5")
+    assert _preempted_then_resumed(tmp_path, settings, actions=[preempt]).step == 5
 
-    resumed, train = _controller(directory, **settings)  # restores ckpt-5
-    assert resumed.trainer.step == 5
-    resumed.train(train)
-    assert resumed.trainer.step == 8
-    ours = checkpoint_values(os.path.join(directory, "checkpoints", "ckpt-8"))
-    theirs = checkpoint_values(str(tmp_path / "reference" / "checkpoints" / "ckpt-8"))
-    assert sorted(ours) == sorted(theirs)
-    for key in ours:
-        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+
+def _same_final_weights(directory, reference, step=8):
+    """Asserts the model and optimizer of two runs' ckpt-`step` are equal; returns ours."""
+    ours = checkpoint_values(os.path.join(directory, "checkpoints", f"ckpt-{step}"))
+    theirs = checkpoint_values(os.path.join(reference, "checkpoints", f"ckpt-{step}"))
+    for key in theirs:
+        if "skipped_batches" not in key and "recoveries" not in key:
+            np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+    return ours
+
+
+class LinearRegressionWithLoss(LinearRegression):
+    def metrics(self, stats):
+        metrics = super().metrics(stats)
+        return dict(metrics, loss=metrics["mse"])
+
+
+@pytest.mark.parametrize("fault", ["nan", "max_loss"])
+def test_a_divergence_restores_the_last_checkpoint_and_skips_its_batches(tmp_path, caplog, fault):
+    y = Y.copy()
+    y[4 * BATCH + 2] = np.nan if fault == "nan" else 1e4  # in the batch of step 5
+    settings = dict(total_steps=8, steps_per_loop=2, save_every=2, task=LinearRegressionWithLoss())
+    directory = str(tmp_path / "recovered")
+    controller, train = _controller(
+        directory, y=y, max_consecutive_recoveries=1, max_loss=100.0, **settings
+    )
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        controller.train(train)
+    assert controller.trainer.step == 8 and controller.recoveries == 1
+    (warning,) = [
+        r.getMessage() for r in caplog.records if r.name == "absl" and r.levelno == logging.WARNING
+    ]
+    failure = (
+        "loss or gradient norm NaN or Inf at step 5"
+        if fault == "nan"
+        else r"mean loss [\d.e+]+ > --max_loss=100 at steps 5-6"
+    )
+    skipped = 1 if fault == "nan" else 2  # the loop ends at a NaN step, not at a large loss
+    assert re.fullmatch(
+        rf"Training diverged \({failure}\): restored \S+ckpt-4 and skipped the {skipped} "
+        r"batches read since it \(recovery 1 of at most 1 in a row\)",
+        warning,
+    ), warning
+    assert _tags(str(tmp_path / "recovered" / "summaries" / "train"))["recoveries"] == [4]
+    # Equal to a run on the data without the skipped batches.
+    keep = np.r_[0 : 4 * BATCH, (4 + skipped) * BATCH : len(X)]
+    reference = str(tmp_path / "reference")
+    clean, train = _controller(reference, x=X[keep], y=Y[keep], **settings)
+    clean.train(train)
+    ours = _same_final_weights(directory, reference)
+    assert int(ours["skipped_batches/.ATTRIBUTES/VARIABLE_VALUE"]) == skipped
+    assert int(ours["recoveries/.ATTRIBUTES/VARIABLE_VALUE"]) == 1
+    resumed, _ = _controller(directory, **settings)
+    assert resumed.checkpointer.input_position == 8 + skipped and resumed.recoveries == 1
+
+
+def test_divergences_in_a_row_stop_naming_the_steps(tmp_path):
+    y = Y.copy()
+    y[4 * BATCH :] = np.nan  # every batch from step 5 on
+    controller, train = _controller(
+        str(tmp_path), y=y, total_steps=8, steps_per_loop=2, save_every=2,
+        max_consecutive_recoveries=2,
+    )  # fmt: skip
+    with pytest.raises(NonFiniteLossError) as error:
+        controller.train(train)
+    assert str(error.value).startswith(
+        "training diverged (loss or gradient norm NaN or Inf at step 5; loss or gradient norm "
+        "NaN or Inf at step 5; loss or gradient norm NaN or Inf at step 5) and 3 divergences "
+        f"in a row (--max_consecutive_recoveries=2); stopping. The newest checkpoint "
+        f"({tmp_path / 'checkpoints' / 'ckpt-4'}) is the last good one."
+    )
+    assert controller.recoveries == 2
+
+
+def test_sigterm_in_a_long_loop_stops_at_the_next_step(tmp_path):
+    settings = dict(total_steps=40, steps_per_loop=1000, save_every=100, eval_every=0)
+
+    def kill_at_batch_10(dataset):  # SIGTERM while the loop's tf.function runs
+        def hook(index, batch):
+            def kill(i):
+                if int(i) == 10:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                return i
+
+            return tf.py_function(kill, [index], tf.int64), batch
+
+        return dataset.enumerate().map(hook).map(lambda index, batch: batch)
+
+    stop = _preempted_then_resumed(tmp_path, settings, input_hook=kill_at_batch_10)
+    assert 1 <= stop.step < 40  # not at the end of the 40-step loop
+
+
+def test_profile_steps_write_a_trace(tmp_path, caplog):
+    profile = str(tmp_path / "summaries" / "profile")
+    controller, train = _controller(
+        str(tmp_path), total_steps=4, steps_per_loop=4, save_every=4, profile_steps=(2, 3),
+        profile_dir=profile,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="absl"):
+        controller.train(train)
+    lines = [r.getMessage() for r in caplog.records if r.name == "absl"]
+    assert [line.split()[1] for line in lines if line.startswith("step ")] == ["1/4", "3/4", "4/4"]
+    assert f"Profiling steps 2-3 into {profile}" in lines
+    assert glob.glob(os.path.join(profile, "plugins", "profile", "*", "*.xplane.pb"))

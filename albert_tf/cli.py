@@ -17,7 +17,8 @@ positional arguments and calls `main`. Exit codes:
   FileExistsError, IsADirectoryError, NotADirectoryError; OSError ENOSPC, EROFS, EACCES, EIO,
   EDQUOT, EFBIG) and TensorFlow's file errors (NotFound, PermissionDenied, DataLoss, and others that
   report a full disk, a read error or a path that is not a directory).
-- 3: the training loss became NaN or Inf (`albert_tf.train.controller.NonFiniteLossError`).
+- 3: training diverged (a NaN or Inf loss, or one above --max_loss) more often in a row than
+  --max_consecutive_recoveries allows (`albert_tf.train.controller.NonFiniteLossError`).
 - 143: stopped by SIGTERM or Ctrl-C after saving a checkpoint; re-run the same command to resume.
 
 Any other exception is a bug and keeps its traceback (exit code 1).

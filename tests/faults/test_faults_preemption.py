@@ -12,7 +12,14 @@ import threading
 
 import pytest
 from fault_commands import TINY_CONFIG
-from train_support import checkpoint_values, max_difference, run_script, tiny_flags, write_records
+from train_support import (
+    checkpoint_values,
+    max_difference,
+    run_script,
+    tiny_flags,
+    tiny_params,
+    write_records,
+)
 
 STEPS = 80
 # One host loop of every step, except that --profile_steps=1,1 ends the first loop after step 1:
@@ -70,18 +77,8 @@ def test_sigterm_mid_loop_checkpoints_that_step_and_the_rerun_equals_uninterrupt
     assert f"at step {stopped}" in rerun.stderr
 
     reference = str(tmp_path / "uninterrupted")
-    params = runner.PretrainingParams(
-        input_file=tiny_records["train"],
-        output_dir=reference,
-        albert_config_file=tiny_records["config"],
-        max_seq_length=32,
-        max_predictions_per_seq=5,
-        train_batch_size=8,
-        eval_batch_size=8,
-        learning_rate=0.01,
-        num_warmup_steps=2,
-        export=False,
-        **SETTINGS,
+    params = tiny_params(
+        tiny_records, reference, learning_rate=0.01, num_warmup_steps=2, **SETTINGS
     )
     runner.run_pretraining(params)
     final = [

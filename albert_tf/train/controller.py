@@ -23,7 +23,7 @@ Loops end at every action's boundary (and at A - 1 and B), so intervals hold wha
 >>> controller = Controller(trainer, checkpointer, total_steps=1000, steps_per_loop=100,
 ...                         global_batch_size=64, learning_rate=schedule, save_every=500,
 ...                         train_writer=writer)                           # doctest: +SKIP
->>> controller.train(lambda step: iter(dataset.skip(step)))                 # doctest: +SKIP
+>>> controller.train(lambda position: iter(dataset.skip(position)))         # doctest: +SKIP
 {'loss': 0.12, ..., 'gradient_norm': 0.9}
 """
 
@@ -199,10 +199,14 @@ class Controller:
                 )
             else:
                 reason = "--max_consecutive_recoveries=0"
+            good = (
+                f"The newest checkpoint ({latest}) is the last good one"
+                if latest
+                else "No checkpoint was saved yet"
+            )
             raise NonFiniteLossError(
-                f"training diverged ({'; '.join(self._failures)}) and {reason}; stopping. The "
-                f"newest checkpoint ({latest}) is the last good one. Lower --learning_rate, "
-                "check --clip_norm, or inspect the input data"
+                f"training diverged ({'; '.join(self._failures)}) and {reason}; stopping. "
+                f"{good}. Lower --learning_rate, check --clip_norm, or inspect the input data"
             )
         position = self.checkpointer.input_position  # before the restore
         recoveries = int(self.checkpointer.recoveries.numpy()) + 1

@@ -4,8 +4,8 @@ The task (an `albert_tf.train.task_api.Task`) supplies the model-specific parts 
 `normalizers(batch)`, `loss_and_statistics(model, batch, totals, training)`,
 `eval_statistics(model, batch)`); this module runs them under any tf.distribute strategy:
 
-* `train(iterator, num_steps)` is one `tf.function` call that runs `num_steps` steps in a
-  `tf.range` loop (a tensor count, so it is traced once), each step `strategy.run(step)`.
+* `train(iterator, num_steps)` is one `tf.function` call that runs up to `num_steps` steps in a
+  `while` loop (a tensor count, so it is traced once), each step `strategy.run(step)`.
 * A replica step: (1) all-reduce the task's normalisers (global counts); (2) forward and
   backward pass, XLA-compiled with `jit_compile` (off TPU: TPUStrategy compiles the whole step
   anyway); (3) all-reduce (sum) the gradients; (4) clip them by *global* norm, after the

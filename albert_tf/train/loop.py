@@ -8,8 +8,13 @@ The task (an `albert_tf.train.task_api.Task`) supplies the model-specific parts 
   `tf.range` loop (a tensor count, so it is traced once), each step `strategy.run(step)`.
 * A replica step: (1) all-reduce the task's normalisers (global counts); (2) forward and
   backward pass, XLA-compiled with `jit_compile` (off TPU: TPUStrategy compiles the whole step
-  anyway); (3) all-reduce (sum) the gradients; (4) clip them by *global* norm, after the
-  all-reduce, so the clipped update is that of the global batch whatever the replica count;
+  anyway); with `gradient_accumulation_steps=N` > 1 the replica's batch is split into N
+  micro-batches run forward and backward one after the other in a `tf.while_loop`, their
+  gradients and statistics summed (`albert_tf.optim.accumulation`): each micro-batch's loss is
+  its local sum over the global normalisers of the WHOLE batch, so the sum is the gradient of
+  the whole batch, in the memory of one micro-batch; (3) all-reduce (sum) the gradients;
+  (4) clip them by *global* norm, after the all-reduce, so the clipped update is that of the
+  global batch whatever the replica count;
   (5) apply the optimizer's `update_step` to every variable in cross-replica context
   (`merge_call` + `extended.update`) so Keras does not all-reduce a second time.
   Collectives stay outside the XLA cluster: XLA + MirroredStrategy on CPU works this way.
@@ -32,6 +37,7 @@ from typing import Dict, Optional
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.optim.accumulation import accumulate, split_micro_batches
 from albert_tf.optim.clipping import clip_by_global_norm, global_norm, to_dense
 from albert_tf.train.strategy import is_tpu
 
@@ -55,18 +61,34 @@ class Trainer:
             `loss_and_statistics`, `eval_statistics`).
         model: the keras.Model to train.
         optimizer: a Keras optimizer implementing `update_step` (LAMB, AdamWeightDecay, Adam...);
-            EMA and gradient accumulation are not used by this loop.
+            EMA and Keras' own gradient accumulation are not used by this loop.
         clip_norm: clip the all-reduced gradients to this global norm (None or 0: no clipping).
         jit_compile: XLA-compile the forward/backward pass (ignored under TPUStrategy, which
             compiles everything).
+        gradient_accumulation_steps: micro-batches per update (each replica's batch must split
+            evenly); one step is still one optimizer update.
     """
 
-    def __init__(self, strategy, task, model, optimizer, clip_norm=1.0, jit_compile=True):
+    def __init__(
+        self,
+        strategy,
+        task,
+        model,
+        optimizer,
+        clip_norm=1.0,
+        jit_compile=True,
+        gradient_accumulation_steps=1,
+    ):
         self.strategy = strategy
         self.task = task
         self.model = model
         self.optimizer = optimizer
         self.clip_norm = clip_norm
+        self.accumulation_steps = int(gradient_accumulation_steps)
+        if self.accumulation_steps < 1:
+            raise ValueError(
+                f"gradient_accumulation_steps must be >= 1, got {gradient_accumulation_steps}"
+            )
         self.variables = list(model.trainable_variables)
         with strategy.scope():
             optimizer.build(self.variables)  # before tracing (keras#23085) and before restore
@@ -82,6 +104,21 @@ class Trainer:
             loss, stats = self.task.loss_and_statistics(self.model, batch, totals, training=True)
         gradients = tape.gradient(loss, self.variables)
         return [to_dense(g) for g in gradients], stats
+
+    def _accumulated_gradients(self, batch, totals):
+        """`_gradients` summed over the micro-batches of `batch` (the totals stay the whole
+        batch's, so the sum is the whole batch's gradient)."""
+        steps, keys = self.accumulation_steps, list(self.task.stat_keys)
+        micro = split_micro_batches(batch, steps)
+
+        def micro_step(k):
+            gradients, stats = self._gradients_fn(
+                tf.nest.map_structure(lambda t: t[k], micro), totals
+            )
+            return gradients, {key: stats[key] for key in keys}
+
+        initial = {key: tf.constant(0.0) for key in keys}
+        return accumulate(micro_step, steps, self.variables, initial)
 
     def _eval_statistics(self, batch):
         return self.task.eval_statistics(self.model, batch)
@@ -102,7 +139,10 @@ class Trainer:
     def _replica_step(self, batch):
         context = tf.distribute.get_replica_context()
         totals = context.all_reduce(tf.distribute.ReduceOp.SUM, self.task.normalizers(batch))
-        gradients, stats = self._gradients_fn(batch, totals)
+        if self.accumulation_steps == 1:
+            gradients, stats = self._gradients_fn(batch, totals)
+        else:
+            gradients, stats = self._accumulated_gradients(batch, totals)
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         norm = global_norm(gradients)
         if self.clip_norm:

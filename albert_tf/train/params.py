@@ -86,7 +86,15 @@ class PretrainingParams:
         "reading the records' masks; needs --spm_model_file.",
     )
     # --- optimisation (original names)
-    train_batch_size: int = setting(4096, "Global training batch size (split over the replicas).")
+    train_batch_size: int = setting(
+        4096, "Global training batch size: the examples of one optimizer update."
+    )
+    gradient_accumulation_steps: int = setting(
+        1,
+        "Split each replica's share of --train_batch_size into N micro-batches run one after the "
+        "other, and make one optimizer update of their summed gradients (the update of the whole "
+        "batch, in the memory of one micro-batch). Steps, schedule and checkpoints count updates.",
+    )
     eval_batch_size: int = setting(64, "Global evaluation batch size.")
     optimizer: str = setting(
         "lamb",
@@ -201,6 +209,7 @@ def validate_params(params):
         "max_seq_length",
         "max_predictions_per_seq",
         "train_batch_size",
+        "gradient_accumulation_steps",
         "eval_batch_size",
         "num_train_steps",
         "save_checkpoints_steps",
@@ -221,6 +230,11 @@ def validate_params(params):
         raise InvalidFlagError(
             f"--clip_norm ({p.clip_norm}) and --weight_decay_rate "
             f"({p.weight_decay_rate}) must be >= 0"
+        )
+    if p.train_batch_size % p.gradient_accumulation_steps:
+        raise InvalidFlagError(
+            f"--gradient_accumulation_steps={p.gradient_accumulation_steps} must divide "
+            f"--train_batch_size={p.train_batch_size}"
         )
     if p.max_predictions_per_seq > p.max_seq_length:
         raise InvalidFlagError(

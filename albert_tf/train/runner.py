@@ -79,7 +79,9 @@ NOT_RECORDED = ("output_dir", "overwrite_output_dir")
 #   lines and summaries are written, how many are kept, whether the model is exported;
 # - strategy, tpu, logical_cpus, jit_compile, recompute: how the same steps run (speed and
 #   memory; float rounding may differ slightly, but moving a preempted run to other hardware
-#   is a legitimate resume).
+#   is a legitimate resume);
+# - gradient_accumulation_steps: the same updates of the same batches, in less memory (to float
+#   rounding, as the strategy).
 MAY_DIFFER = (
     "eval_input_files",
     "eval_batch_size",
@@ -94,11 +96,13 @@ MAY_DIFFER = (
     "logical_cpus",
     "jit_compile",
     "recompute",
+    "gradient_accumulation_steps",
 )
 
 
 def check_batch_sizes(params, strategy):
-    """Batch sizes must split evenly over the replicas."""
+    """Batch sizes must split evenly over the replicas (and the training batch of each replica
+    over the accumulation steps)."""
     replicas = strategy.num_replicas_in_sync
     for flag in ("train_batch_size", "eval_batch_size"):
         if getattr(params, flag) % replicas:
@@ -106,6 +110,13 @@ def check_batch_sizes(params, strategy):
                 f"--{flag}={getattr(params, flag)} is not divisible by the "
                 f"{replicas} replicas of --strategy={params.strategy}"
             )
+    steps = params.gradient_accumulation_steps
+    if params.train_batch_size % (replicas * steps):
+        raise InvalidFlagError(
+            f"--train_batch_size={params.train_batch_size} is not divisible by "
+            f"--gradient_accumulation_steps={steps} x the {replicas} replicas of "
+            f"--strategy={params.strategy}"
+        )
 
 
 def load_config(params):
@@ -221,6 +232,7 @@ class _Runner:
             self.optimizer,
             clip_norm=params.clip_norm,
             jit_compile=params.jit_compile,
+            gradient_accumulation_steps=params.gradient_accumulation_steps,
         )
         self.checkpointer = checkpointing.Checkpointer(
             os.path.join(params.output_dir, "checkpoints"),
@@ -362,6 +374,14 @@ def run_pretraining(params, strategy=None):
             params.strategy, tpu=params.tpu, logical_cpus=params.logical_cpus
         )
     check_batch_sizes(params, strategy)
+    replicas, steps = strategy.num_replicas_in_sync, params.gradient_accumulation_steps
+    logging.info(
+        "Batch %d per update: micro-batch %d x %d accumulation step(s) x %d replica(s)",
+        params.train_batch_size,
+        params.train_batch_size // (steps * replicas),
+        steps,
+        replicas,
+    )
     sources = {"input_file": params.input_file, "eval_input_files": params.eval_input_files}
     input_checks.check_pretraining_inputs(
         sources, params.max_seq_length, params.max_predictions_per_seq, params.dynamic_masking

@@ -17,7 +17,7 @@ from typing import Optional
 from albert_tf import input_paths
 from albert_tf.config import list_presets
 from albert_tf.optim.names import OPTIMIZERS
-from albert_tf.precision import PRECISIONS
+from albert_tf.precision import FLOAT16_PRECISIONS
 from albert_tf.settings import InvalidFlagError, setting
 
 # The tf.distribute strategies of `albert_tf.train.strategy.create_strategy`.
@@ -154,9 +154,11 @@ class PretrainingParams:
     precision: str = setting(
         "auto",
         "Compute precision; auto: mixed_bfloat16 on TPU, on CPUs with AMX/AVX512-BF16 and on "
-        "GPUs of compute capability >= 8.0, else float32 (albert_tf.precision). mixed_bfloat16 "
-        "keeps float32 variables, LayerNorm, softmax and losses.",
-        choices=PRECISIONS,
+        "GPUs of compute capability >= 8.0, mixed_float16 on GPUs of compute capability 7.x, "
+        "else float32 (albert_tf.precision). Both mixed policies keep float32 variables, "
+        "LayerNorm, softmax and losses; mixed_float16 scales the loss dynamically (overflow "
+        "steps are skipped and counted) and is not for TPUs.",
+        choices=FLOAT16_PRECISIONS,
     )
     jit_compile: Optional[bool] = setting(
         None,
@@ -251,6 +253,11 @@ def validate_params(params):
             raise InvalidFlagError(
                 f"--{flag}={getattr(p, flag)!r} is not one of {', '.join(allowed)}"
             )
+    if p.precision == "mixed_float16" and p.strategy == "tpu":
+        raise InvalidFlagError(
+            "--precision=mixed_float16 is not for --strategy=tpu (TPUs compute in bfloat16: use "
+            "mixed_bfloat16 or auto)"
+        )
     if p.logical_cpus and p.strategy != "mirrored":
         raise InvalidFlagError(
             f"--logical_cpus applies to --strategy=mirrored only (got --strategy={p.strategy})"

@@ -47,6 +47,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.data import input_checks
 from albert_tf.logs import show_progress
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
+from albert_tf.optim.loss_scale import DynamicLossScale
 from albert_tf.settings import InvalidFlagError
 from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
@@ -225,6 +226,9 @@ class _Runner:
                 weight_decay_rate=params.weight_decay_rate,
                 stacked_axes=self.task.stacked_axes(self.model),
             )
+            self.loss_scale = None
+            if params.precision == "mixed_float16":
+                self.loss_scale = DynamicLossScale()
         self.trainer = Trainer(
             strategy,
             self.task,
@@ -233,6 +237,7 @@ class _Runner:
             clip_norm=params.clip_norm,
             jit_compile=params.jit_compile,
             gradient_accumulation_steps=params.gradient_accumulation_steps,
+            loss_scale=self.loss_scale,
         )
         self.checkpointer = checkpointing.Checkpointer(
             os.path.join(params.output_dir, "checkpoints"),
@@ -240,6 +245,7 @@ class _Runner:
             self.optimizer,
             max_to_keep=params.keep_checkpoint_max,
             chief=self.chief,
+            extra=None if self.loss_scale is None else {"loss_scale": self.loss_scale},
         )
         summary_dir = os.path.join(params.output_dir, "summaries")
         self.train_writer = summaries.SummaryWriter(summary_dir, "train", chief=self.chief)
@@ -386,7 +392,9 @@ def run_pretraining(params, strategy=None):
     input_checks.check_pretraining_inputs(
         sources, params.max_seq_length, params.max_predictions_per_seq, params.dynamic_masking
     )
-    params, previous_policy = precision_lib.apply_to_params(params, strategy)  # logs the choice
+    params, previous_policy = precision_lib.apply_to_params(  # logs the choice
+        params, strategy, float16=True
+    )
     if params.seed is not None:
         keras.utils.set_random_seed(params.seed)
     tf.io.gfile.makedirs(params.output_dir)

@@ -1,6 +1,6 @@
 """--precision=mixed_float16 on CPU (the policy forced): dynamic loss scaling keeps a short run
-within tolerance of float32, its state is checkpointed, an overflow step is skipped and halves
-the scale; refused on TPU."""
+within tolerance of float32, its state is checkpointed and restored, an overflow step is skipped
+and halves the scale; refused on TPU."""
 
 import os
 
@@ -77,6 +77,26 @@ def test_overflow_step_is_skipped_and_the_scale_halves(records):
         np.any(value != variable.numpy())
         for value, variable in zip(before, model.trainable_variables)
     )
+
+
+def test_the_loss_scale_resumes_from_the_checkpoint(records, tmp_path):
+    from albert_tf.train.checkpointing import Checkpointer
+
+    def state(scale_value):
+        model = PretrainingTask(AlbertConfig.from_json_file(records["config"])).build_model()
+        optimizer = create_optimizer("adamw", 0.01)
+        optimizer.build(model.trainable_variables)
+        scale = DynamicLossScale(initial_scale=scale_value)
+        extra = {"loss_scale": scale}
+        return Checkpointer(str(tmp_path), model, optimizer, extra=extra), scale
+
+    saved, scale = state(2.0**15)
+    scale.update(tf.constant(False))
+    scale.update(tf.constant(True))
+    saved.save()
+    restored, scale = state(1.0)
+    assert restored.restore_latest()
+    assert (float(scale.scale), int(scale.good_steps), int(scale.skipped_steps)) == (2.0**14, 1, 1)
 
 
 def test_float16_on_tpu_is_refused(records, tmp_path):

@@ -4,14 +4,17 @@
     CPU with amx_bf16 or avx512_bf16       mixed_bfloat16 without XLA (oneDNN's bf16 kernels)
     other CPUs                             float32 without XLA
     GPU, compute capability >= 8.0         mixed_bfloat16 with XLA (bf16 tensor cores)
-    older GPUs                             float32 with XLA (no bf16 tensor cores; float16 would
-                                           need loss scaling, which the loops do not do)
+    GPU, compute capability 7.x            mixed_float16 with XLA where the loop scales the loss
+                                           (`float16=True`: the pretraining loop), else float32
+    older GPUs                             float32 with XLA (no bf16 tensor cores)
 
 On CPUs XLA is off by default: oneDNN's kernels beat XLA's (on a Sapphire Rapids core a
 2048x2048 matmul runs at 191 GFLOP/s in float32 through oneDNN, 127 under XLA; bfloat16 710
 through oneDNN, 154 under XLA). "float32" and "mixed_bfloat16" choose the precision explicitly;
-an explicit `jit_compile` always wins. `choose` is the pure decision (devices and CPU flags as
-arguments), `resolve` detects them and logs one line.
+an explicit `jit_compile` always wins. "mixed_float16" needs a loop with dynamic loss scaling
+(`float16=True`; `keras.Model.fit` fine-tuning does not take it) and is refused on TPU.
+`choose` is the pure decision (devices and CPU flags as arguments), `resolve` detects them and
+logs one line.
 
 >>> choice = choose("auto", device="CPU", cpu_flags={"avx512f", "avx512_bf16"})
 >>> choice.policy, choice.jit_compile
@@ -20,6 +23,8 @@ arguments), `resolve` detects them and logs one line.
 'precision: mixed_bfloat16 without XLA (CPU has avx512_bf16; oneDNN beats XLA on CPU)'
 >>> choose("auto", device="GPU", gpu_capabilities=[(7, 5)]).log_line()
 'precision: float32 with XLA (GPU compute capability 7.5 has no bfloat16 tensor cores)'
+>>> choose("auto", device="GPU", gpu_capabilities=[(7, 0)], float16=True).policy
+'mixed_float16'
 >>> choose("float32", jit_compile=True, device="CPU").log_line()
 'precision: float32 with XLA (float32 requested; XLA requested)'
 """
@@ -27,11 +32,14 @@ arguments), `resolve` detects them and logs one line.
 import dataclasses
 
 PRECISIONS = ("auto", "float32", "mixed_bfloat16")
-POLICIES = ("float32", "mixed_bfloat16")
+# With mixed_float16: the choices of a loop with dynamic loss scaling (`float16=True`).
+FLOAT16_PRECISIONS = PRECISIONS + ("mixed_float16",)
+POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 DEVICES = ("CPU", "GPU", "TPU")
 # /proc/cpuinfo flags of CPUs with native bfloat16 dot products (oneDNN uses them).
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 MIN_BF16_GPU_CAPABILITY = (8, 0)  # Ampere and later
+MIN_FP16_GPU_CAPABILITY = (7, 0)  # Volta and Turing: float16 tensor cores
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +58,7 @@ class Precision:
         return f"precision: {self.policy} {xla} XLA ({self.reason})"
 
 
-def _device_choice(device, cpu_flags, gpu_capabilities):
+def _device_choice(device, cpu_flags, gpu_capabilities, float16):
     """(policy, jit_compile, precision reason, jit reason) that `device` runs fastest with."""
     if device == "TPU":
         return "mixed_bfloat16", True, "TPU", None
@@ -59,6 +67,9 @@ def _device_choice(device, cpu_flags, gpu_capabilities):
         name = f"GPU compute capability {capability[0]}.{capability[1]}"
         if tuple(capability) >= MIN_BF16_GPU_CAPABILITY:
             return "mixed_bfloat16", True, f"{name} has bfloat16 tensor cores", None
+        if float16 and tuple(capability) >= MIN_FP16_GPU_CAPABILITY:
+            reason = f"{name} has float16 but no bfloat16 tensor cores; dynamic loss scaling"
+            return "mixed_float16", True, reason, None
         return "float32", True, f"{name} has no bfloat16 tensor cores", None
     found = [flag for flag in BF16_CPU_FLAGS if flag in set(cpu_flags)]
     if found:
@@ -68,18 +79,32 @@ def _device_choice(device, cpu_flags, gpu_capabilities):
     return "float32", False, reason, "oneDNN beats XLA on CPU"
 
 
-def choose(precision="auto", jit_compile=None, device="CPU", cpu_flags=(), gpu_capabilities=()):
-    """The `Precision` for a requested `precision` ("auto", "float32" or "mixed_bfloat16") and
-    `jit_compile` (None: the device's default) on `device` ("CPU", "GPU" or "TPU").
+def choose(
+    precision="auto",
+    jit_compile=None,
+    device="CPU",
+    cpu_flags=(),
+    gpu_capabilities=(),
+    float16=False,
+):
+    """The `Precision` for a requested `precision` ("auto", "float32", "mixed_bfloat16", or with
+    `float16` "mixed_float16") and `jit_compile` (None: the device's default) on `device` ("CPU",
+    "GPU" or "TPU").
 
     `cpu_flags`: the CPU's feature flags (as in /proc/cpuinfo); `gpu_capabilities`: the
-    (major, minor) compute capabilities of the GPUs (the smallest decides).
+    (major, minor) compute capabilities of the GPUs (the smallest decides); `float16`: the
+    caller scales the loss, so mixed_float16 may be chosen (auto on GPUs of capability 7.x).
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r}: expected one of {', '.join(PRECISIONS)}")
+    allowed = FLOAT16_PRECISIONS if float16 else PRECISIONS
+    if precision not in allowed:
+        raise ValueError(f"precision={precision!r}: expected one of {', '.join(allowed)}")
     if device not in DEVICES:
         raise ValueError(f"device={device!r}: expected one of {', '.join(DEVICES)}")
-    policy, jit, policy_reason, jit_reason = _device_choice(device, cpu_flags, gpu_capabilities)
+    if precision == "mixed_float16" and device == "TPU":
+        raise ValueError("precision='mixed_float16' is not for TPUs: use mixed_bfloat16 or auto")
+    policy, jit, policy_reason, jit_reason = _device_choice(
+        device, cpu_flags, gpu_capabilities, float16
+    )
     if precision != "auto":
         policy, policy_reason = precision, f"{precision} requested"
         jit_reason = None if device == "TPU" else f"XLA {'on' if jit else 'off'} on {device}"
@@ -130,7 +155,7 @@ def gpu_capabilities():
     return found
 
 
-def resolve(precision="auto", jit_compile=None, strategy=None, log=True):
+def resolve(precision="auto", jit_compile=None, strategy=None, log=True, float16=False):
     """`choose` for this machine and `strategy`; logs the choice's one line (with `log`)."""
     from absl import logging
 
@@ -141,21 +166,23 @@ def resolve(precision="auto", jit_compile=None, strategy=None, log=True):
         device=device,
         cpu_flags=cpu_flags() if device == "CPU" else (),
         gpu_capabilities=gpu_capabilities() if device == "GPU" else (),
+        float16=float16,
     )
     if log:
         logging.info("%s", choice.log_line())
     return choice
 
 
-def apply_to_params(params, strategy=None):
-    """Resolves `params.precision` and `params.jit_compile` for `strategy` (logged), sets the global
-    Keras dtype policy to the choice (before models are built) and returns (`params` with the
-    resolved values, the previous global policy for the caller to restore)."""
+def apply_to_params(params, strategy=None, float16=False):
+    """Resolves `params.precision` and `params.jit_compile` for `strategy` (logged; `float16`:
+    as in `choose`), sets the global Keras dtype policy to the choice (before models are built)
+    and returns (`params` with the resolved values, the previous global policy for the caller to
+    restore)."""
     import dataclasses
 
     import keras
 
-    choice = resolve(params.precision, params.jit_compile, strategy)
+    choice = resolve(params.precision, params.jit_compile, strategy, float16=float16)
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(choice.policy)
     resolved = dataclasses.replace(params, precision=choice.policy, jit_compile=choice.jit_compile)

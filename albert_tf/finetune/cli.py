@@ -26,7 +26,7 @@ from albert_tf.finetune import original_flags
 from albert_tf.finetune.params import FinetuneParams, validate
 from albert_tf.finetune.task import task_class
 from albert_tf.finetune.task_data import INPUT_PATHS
-from albert_tf.settings import define_flags, from_flags
+from albert_tf.settings import InvalidFlagError, define_flags, from_flags
 
 
 def define_finetune_flags(data_cls, original=None):
@@ -49,6 +49,8 @@ def settings_from_flags(data_cls, original=None):
     data = from_flags(data_cls)
     input_paths.check_fields(params, ("init_checkpoint", "spm_model_file"), ("init_checkpoint",))
     input_paths.check_fields(data, INPUT_PATHS)
+    if params.preset and not params.spm_model_file:  # as the runner would, before TensorFlow
+        raise InvalidFlagError("--spm_model_file is required: a preset has no spm.model")
     return params, data
 
 

@@ -36,7 +36,7 @@ from albert_tf.layers.encoder import stacked_axes
 from albert_tf.models import model_dir, text_inputs
 from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
 from albert_tf.models.preprocessor import AlbertPreprocessor
-from albert_tf.optim.clipping import to_dense
+from albert_tf.optim.accumulation import accumulate, split_micro_batches
 from albert_tf.optim.learning_rates import default_learning_rate
 from albert_tf.optim.optimizers import OPTIMIZERS, create_optimizer
 from albert_tf.optim.schedules import WarmupPolynomialDecay
@@ -581,52 +581,22 @@ class AlbertHeadModel(keras.Model):
             return super().train_step(data)
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         rows = tf.shape(keras.tree.flatten(x)[0])[0]
-        static_rows = keras.tree.flatten(x)[0].shape[0]
-        if static_rows is not None and static_rows % steps:
-            raise ValueError(
-                f"gradient_accumulation_steps={steps} does not divide the batch of {static_rows} "
-                "rows (per replica)"
-            )
-
-        def split(t):
-            if t is None:
-                return None
-            shape = tf.shape(t)
-            return tf.reshape(t, tf.concat([[steps, shape[0] // steps], shape[1:]], 0))
-
-        micro_x, micro_y, micro_weight = keras.tree.map_structure(
-            split, (x, y, sample_weight), none_is_leaf=True
-        )
+        micro_x, micro_y, micro_weight = split_micro_batches((x, y, sample_weight), steps)
         weights = tf.cast(self.micro_batch_weights(micro_y, micro_weight), tf.float32)
         variables = self.trainable_weights
-        no_gradient = []  # filled while tracing the loop body
 
-        def body(k, gradients, total_loss):
+        def micro_step(k):
             pick = lambda t: None if t is None else t[k]  # noqa: E731
-            xk, yk, wk = keras.tree.map_structure(
-                pick, (micro_x, micro_y, micro_weight), none_is_leaf=True
-            )
+            xk, yk, wk = tf.nest.map_structure(pick, (micro_x, micro_y, micro_weight))
             with tf.GradientTape() as tape:
                 y_pred = self(xk, training=True)
                 loss = self.compute_loss(xk, yk, y_pred, wk, training=True)
                 weighted = loss * tf.cast(weights[k], loss.dtype)
                 scaled = self.optimizer.scale_loss(weighted)
-            grads = tape.gradient(scaled, variables)
-            no_gradient[:] = [g is None for g in grads]
             self.compute_metrics(xk, yk, y_pred, wk)  # updates their states
-            gradients = [
-                acc if g is None else acc + tf.cast(to_dense(g), acc.dtype)
-                for acc, g in zip(gradients, grads)
-            ]
-            return k + 1, gradients, total_loss + tf.cast(weighted, tf.float32)
+            return tape.gradient(scaled, variables), tf.cast(weighted, tf.float32)
 
-        _, gradients, loss = tf.while_loop(
-            lambda k, *_: k < steps,
-            body,
-            (tf.constant(0), [tf.zeros(v.shape, v.dtype) for v in variables], tf.constant(0.0)),
-            parallel_iterations=1,
-        )
-        gradients = [None if none else g for g, none in zip(gradients, no_gradient)]
+        gradients, loss = accumulate(micro_step, steps, variables, tf.constant(0.0))
         replicas = tf.distribute.get_strategy().num_replicas_in_sync  # the loss is 1/replicas
         self._loss_tracker.update_state(loss * replicas, sample_weight=rows)
         self.optimizer.apply_gradients(zip(gradients, variables))

@@ -71,9 +71,10 @@ class Checkpointer:
         model, optimizer: the objects to checkpoint (the optimizer must be built).
         max_to_keep: how many recent checkpoints the chief keeps.
         chief: False for non-chief workers (writes go to a temporary directory).
+        extra: {name: trackable} saved and restored with them (e.g. the loss scale).
     """
 
-    def __init__(self, directory, model, optimizer, max_to_keep=5, chief=True):
+    def __init__(self, directory, model, optimizer, max_to_keep=5, chief=True, extra=None):
         self.directory = directory
         self.chief = chief
         self.model, self.optimizer = model, optimizer
@@ -86,6 +87,7 @@ class Checkpointer:
             model=model,
             optimizer=optimizer,
             non_trainable_variables=list(model.non_trainable_variables),
+            **(extra or {}),
         )
         self.checkpoint = tf.train.Checkpoint(
             **objects, skipped_batches=self.skipped_batches, recoveries=self.recoveries

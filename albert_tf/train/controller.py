@@ -243,6 +243,7 @@ class Controller:
             self.task.format_progress(metrics),
             f"lr {learning_rate:.2e}",
             f"grad_norm {result.gradient_norm:.3f}",
+            *(f"{name} {value:g}" for name, value in result.summaries.items()),
             f"{examples_per_second:.0f} examples/s",
         ]
         eta = timer.eta(self.total_steps - step)
@@ -254,6 +255,7 @@ class Controller:
                 "learning_rate": learning_rate,
                 "gradient_norm": result.gradient_norm,
                 "examples_per_second": examples_per_second,
+                **result.summaries,
             },
         )
         return dict(metrics, gradient_norm=result.gradient_norm)

@@ -17,7 +17,7 @@ from typing import Optional
 from albert_tf import input_paths
 from albert_tf.config import list_presets
 from albert_tf.optim.names import OPTIMIZERS
-from albert_tf.precision import PRECISIONS
+from albert_tf.precision import FLOAT16_PRECISIONS
 from albert_tf.settings import InvalidFlagError, setting
 
 # The tf.distribute strategies of `albert_tf.train.strategy.create_strategy`.
@@ -86,7 +86,15 @@ class PretrainingParams:
         "reading the records' masks; needs --spm_model_file.",
     )
     # --- optimisation (original names)
-    train_batch_size: int = setting(4096, "Global training batch size (split over the replicas).")
+    train_batch_size: int = setting(
+        4096, "Global training batch size: the examples of one optimizer update."
+    )
+    gradient_accumulation_steps: int = setting(
+        1,
+        "Split each replica's share of --train_batch_size into N micro-batches run one after the "
+        "other, and make one optimizer update of their summed gradients (the update of the whole "
+        "batch, in the memory of one micro-batch). Steps, schedule and checkpoints count updates.",
+    )
     eval_batch_size: int = setting(64, "Global evaluation batch size.")
     optimizer: str = setting(
         "lamb",
@@ -163,9 +171,11 @@ class PretrainingParams:
     precision: str = setting(
         "auto",
         "Compute precision; auto: mixed_bfloat16 on TPU, on CPUs with AMX/AVX512-BF16 and on "
-        "GPUs of compute capability >= 8.0, else float32 (albert_tf.precision). mixed_bfloat16 "
-        "keeps float32 variables, LayerNorm, softmax and losses.",
-        choices=PRECISIONS,
+        "GPUs of compute capability >= 8.0, mixed_float16 on GPUs of compute capability 7.x, "
+        "else float32 (albert_tf.precision). Both mixed policies keep float32 variables, "
+        "LayerNorm, softmax and losses; mixed_float16 scales the loss dynamically (overflow "
+        "steps are skipped and counted) and is not for TPUs.",
+        choices=FLOAT16_PRECISIONS,
     )
     jit_compile: Optional[bool] = setting(
         None,
@@ -218,6 +228,7 @@ def validate_params(params):
         "max_seq_length",
         "max_predictions_per_seq",
         "train_batch_size",
+        "gradient_accumulation_steps",
         "eval_batch_size",
         "num_train_steps",
         "save_checkpoints_steps",
@@ -238,6 +249,11 @@ def validate_params(params):
         raise InvalidFlagError(
             f"--clip_norm ({p.clip_norm}) and --weight_decay_rate "
             f"({p.weight_decay_rate}) must be >= 0"
+        )
+    if p.train_batch_size % p.gradient_accumulation_steps:
+        raise InvalidFlagError(
+            f"--gradient_accumulation_steps={p.gradient_accumulation_steps} must divide "
+            f"--train_batch_size={p.train_batch_size}"
         )
     if p.max_loss is not None and not p.max_loss > 0:
         raise InvalidFlagError(f"--max_loss must be > 0 when given, got {p.max_loss}")
@@ -261,6 +277,11 @@ def validate_params(params):
             raise InvalidFlagError(
                 f"--{flag}={getattr(p, flag)!r} is not one of {', '.join(allowed)}"
             )
+    if p.precision == "mixed_float16" and p.strategy == "tpu":
+        raise InvalidFlagError(
+            "--precision=mixed_float16 is not for --strategy=tpu (TPUs compute in bfloat16: use "
+            "mixed_bfloat16 or auto)"
+        )
     if p.logical_cpus and p.strategy != "mirrored":
         raise InvalidFlagError(
             f"--logical_cpus applies to --strategy=mirrored only (got --strategy={p.strategy})"

@@ -49,6 +49,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.data import input_checks
 from albert_tf.logs import show_progress
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
+from albert_tf.optim.loss_scale import DynamicLossScale
 from albert_tf.settings import InvalidFlagError
 from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
@@ -82,6 +83,8 @@ NOT_RECORDED = ("output_dir", "overwrite_output_dir")
 # - strategy, tpu, logical_cpus, jit_compile, recompute: how the same steps run (speed and
 #   memory; float rounding may differ slightly, but moving a preempted run to other hardware
 #   is a legitimate resume);
+# - gradient_accumulation_steps: the same updates of the same batches, in less memory (to float
+#   rounding, as the strategy);
 # - max_loss, max_consecutive_recoveries, profile_steps: what counts as a divergence and how
 #   often to recover (a run stopped with exit 3 may be re-run with other bounds), profiling.
 MAY_DIFFER = (
@@ -98,6 +101,7 @@ MAY_DIFFER = (
     "logical_cpus",
     "jit_compile",
     "recompute",
+    "gradient_accumulation_steps",
     "max_loss",
     "max_consecutive_recoveries",
     "profile_steps",
@@ -105,7 +109,8 @@ MAY_DIFFER = (
 
 
 def check_batch_sizes(params, strategy):
-    """Batch sizes must split evenly over the replicas."""
+    """Batch sizes must split evenly over the replicas (and the training batch of each replica
+    over the accumulation steps)."""
     replicas = strategy.num_replicas_in_sync
     for flag in ("train_batch_size", "eval_batch_size"):
         if getattr(params, flag) % replicas:
@@ -113,6 +118,13 @@ def check_batch_sizes(params, strategy):
                 f"--{flag}={getattr(params, flag)} is not divisible by the "
                 f"{replicas} replicas of --strategy={params.strategy}"
             )
+    steps = params.gradient_accumulation_steps
+    if params.train_batch_size % (replicas * steps):
+        raise InvalidFlagError(
+            f"--train_batch_size={params.train_batch_size} is not divisible by "
+            f"--gradient_accumulation_steps={steps} x the {replicas} replicas of "
+            f"--strategy={params.strategy}"
+        )
 
 
 def load_config(params):
@@ -221,6 +233,9 @@ class _Runner:
                 weight_decay_rate=params.weight_decay_rate,
                 stacked_axes=self.task.stacked_axes(self.model),
             )
+            self.loss_scale = None
+            if params.precision == "mixed_float16":
+                self.loss_scale = DynamicLossScale()
         self.trainer = Trainer(
             strategy,
             self.task,
@@ -228,6 +243,8 @@ class _Runner:
             self.optimizer,
             clip_norm=params.clip_norm,
             jit_compile=params.jit_compile,
+            gradient_accumulation_steps=params.gradient_accumulation_steps,
+            loss_scale=self.loss_scale,
         )
         self.checkpointer = checkpointing.Checkpointer(
             os.path.join(params.output_dir, "checkpoints"),
@@ -235,6 +252,7 @@ class _Runner:
             self.optimizer,
             max_to_keep=params.keep_checkpoint_max,
             chief=self.chief,
+            extra=None if self.loss_scale is None else {"loss_scale": self.loss_scale},
         )
         summary_dir = os.path.join(params.output_dir, "summaries")
         self.train_writer = summaries.SummaryWriter(summary_dir, "train", chief=self.chief)
@@ -376,11 +394,21 @@ def run_pretraining(params, strategy=None):
             params.strategy, tpu=params.tpu, logical_cpus=params.logical_cpus
         )
     check_batch_sizes(params, strategy)
+    replicas, steps = strategy.num_replicas_in_sync, params.gradient_accumulation_steps
+    logging.info(
+        "Batch %d per update: micro-batch %d x %d accumulation step(s) x %d replica(s)",
+        params.train_batch_size,
+        params.train_batch_size // (steps * replicas),
+        steps,
+        replicas,
+    )
     sources = {"input_file": params.input_file, "eval_input_files": params.eval_input_files}
     input_checks.check_pretraining_inputs(
         sources, params.max_seq_length, params.max_predictions_per_seq, params.dynamic_masking
     )
-    params, previous_policy = precision_lib.apply_to_params(params, strategy)  # logs the choice
+    params, previous_policy = precision_lib.apply_to_params(  # logs the choice
+        params, strategy, float16=True
+    )
     if params.seed is not None:
         keras.utils.set_random_seed(params.seed)
     tf.io.gfile.makedirs(params.output_dir)

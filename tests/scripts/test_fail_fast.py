@@ -33,6 +33,7 @@ CASES = {
             "--init_checkpoint='{missing}': not found",
         ),
         (["--task_name=t", *FINETUNE, "--learning_rate=0"], "--learning_rate must be > 0"),
+        (["--task_name=t", *FINETUNE], "--spm_model_file is required: a preset has no spm.model"),
     ],
     "run_token_classifier.py": [
         TYPO,

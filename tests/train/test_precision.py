@@ -90,6 +90,20 @@ def test_explicit_settings_win_except_xla_on_tpu():
     assert tpu.log_line() == "precision: float32 with XLA (float32 requested)"
 
 
+def test_float16_where_the_loop_scales_the_loss():
+    gpu = precision.choose("auto", device="GPU", gpu_capabilities=[(7, 5)], float16=True)
+    assert (gpu.policy, gpu.jit_compile) == ("mixed_float16", True)
+    assert gpu.reason.startswith("GPU compute capability 7.5 has float16 but no bfloat16")
+    for capability, policy in (((6, 1), "float32"), ((8, 0), "mixed_bfloat16")):
+        choice = precision.choose("auto", device="GPU", gpu_capabilities=[capability], float16=True)
+        assert choice.policy == policy
+    assert precision.choose("mixed_float16", device="CPU", float16=True).policy == "mixed_float16"
+    with pytest.raises(ValueError, match="not for TPUs"):
+        precision.choose("mixed_float16", device="TPU", float16=True)
+    with pytest.raises(ValueError, match="expected one of auto, float32, mixed_bfloat16$"):
+        precision.choose("mixed_float16", device="GPU")  # fit does not scale the loss
+
+
 def test_invalid_values_name_the_setting():
     with pytest.raises(ValueError, match=r"precision='float16': expected one of auto, float32"):
         precision.choose("float16")

@@ -1,6 +1,7 @@
-"""Distribution: MirroredStrategy over 2 logical CPUs == one device; MultiWorkerMirroredStrategy
-with 2 worker processes; --strategy=tpu without a TPU fails clearly. Every run is a subprocess
-(logical devices and collectives must be set up before TensorFlow starts)."""
+"""Distribution: MirroredStrategy over 2 logical CPUs == one device (also with gradient
+accumulation); MultiWorkerMirroredStrategy with 2 worker processes; --strategy=tpu without a TPU
+fails clearly. Every run is a subprocess (logical devices and collectives must be set up before
+TensorFlow starts)."""
 
 import json
 import os
@@ -29,6 +30,15 @@ def test_mirrored_two_cpus_equals_one_device(records, tmp_path):
         "mirrored": tiny_flags(
             records, str(tmp_path / "mirrored"), strategy="mirrored", logical_cpus=2, **common
         ),
+        # 2 micro-batches of 2 rows per replica: still the update of the 8-row batch
+        "accumulated": tiny_flags(
+            records,
+            str(tmp_path / "accumulated"),
+            strategy="mirrored",
+            logical_cpus=2,
+            gradient_accumulation_steps=2,
+            **common,
+        ),
     }
     processes = {
         name: run_script(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -47,6 +57,9 @@ def test_mirrored_two_cpus_equals_one_device(records, tmp_path):
     one = checkpoint_values(str(tmp_path / "one" / "checkpoints" / f"ckpt-{STEPS}"))
     two = checkpoint_values(str(tmp_path / "mirrored" / "checkpoints" / f"ckpt-{STEPS}"))
     assert max_difference(one, two) < 1e-5
+    assert "micro-batch 2 x 2 accumulation step(s) x 2 replica(s)" in logs["accumulated"]
+    accumulated = tmp_path / "accumulated" / "checkpoints" / f"ckpt-{STEPS}"
+    assert max_difference(one, checkpoint_values(str(accumulated))) < 1e-5
 
 
 _WORKER = """

@@ -327,7 +327,10 @@ class Controller:
                         for action in self.actions:
                             if action.due(step, self.total_steps):
                                 action.run(step)
-                    if self._any_worker(watcher.requested):
+                    # The variable is set at once by the watcher's thread; `requested` by the
+                    # Python handler, which runs when the main thread is back in Python.
+                    requested = watcher.requested or bool(self.trainer.stop_requested.numpy())
+                    if self._any_worker(requested):
                         raise checkpointing.Preempted(step, self.save())
         finally:
             if profiling:

@@ -333,11 +333,6 @@ class GcsEmulator:
             "HTTPS_PROXY": proxy,
             "no_proxy": "",
             "NO_PROXY": "",
-            # No stale reads between processes: one process writes a checkpoint,
-            # the next one lists and reads it.
-            "GCS_STAT_CACHE_MAX_AGE": "0",
-            "GCS_MATCHING_PATHS_CACHE_MAX_AGE": "0",
-            "GCS_READ_CACHE_MAX_SIZE_MB": "0",
         }
 
     def __enter__(self):

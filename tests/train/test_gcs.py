@@ -234,3 +234,44 @@ def _contents(directory):
         with tf.io.gfile.GFile(f"{directory}/{name}", "rb") as f:
             out[name.rstrip("/")] = f.read()
     return out
+
+
+def test_cut_off_export_publish_on_gcs(gcs, monkeypatch):
+    """A version directory on gs:// is complete exactly when it holds saved_model.pb (moved
+    last); the next export removes one a killed publish left and takes its number again."""
+    from albert_tf.export import versions
+
+    base = f"{BUCKET}/cut/serving"
+    layout = ("assets/spm.model", "saved_model.pb", "variables/variables.index")
+
+    def export(tmp_dir):
+        for name in layout:
+            with tf.io.gfile.GFile(f"{tmp_dir}/{name}", "w") as f:
+                f.write(name)
+
+    rename, moved = tf.io.gfile.rename, []
+
+    def cut_off(source, target, overwrite=False):  # the process dies before its last file
+        if len(moved) == len(layout) - 1:
+            raise KeyboardInterrupt("killed")
+        moved.append(target[len(base) + len("/1/") :])
+        rename(source, target, overwrite=overwrite)
+
+    monkeypatch.setattr(tf.io.gfile, "rename", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        with versions.publish_version(base) as (tmp_dir, version):
+            export(tmp_dir)
+    monkeypatch.setattr(tf.io.gfile, "rename", rename)
+    assert version == 1 and "saved_model.pb" not in moved
+    assert versions.list_versions(base) == [1]
+    assert not tf.io.gfile.exists(f"{base}/1/saved_model.pb")
+
+    with versions.publish_version(base) as (tmp_dir, version):
+        export(tmp_dir)
+    assert version == 1
+    assert sorted(
+        f"{root[len(base) + 3 :].strip('/')}/{name}".lstrip("/")
+        for root, _, names in tf.io.gfile.walk(f"{base}/1")
+        for name in names
+    ) == sorted(layout)
+    assert [p for p in tf.io.gfile.listdir(base) if p.startswith(".tmp-")] == []

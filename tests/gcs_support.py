@@ -9,11 +9,16 @@ emulator-host variable. What it does honour:
 * CURL_CA_BUNDLE - the CA file for every request (curl_http_request.cc);
 * https_proxy - libcurl's own proxy variable (TensorFlow sets no CURLOPT_PROXY).
 
-So `python -m tests.gcs_support PORT_FILE` starts, in one process, the
-gcp-storage-emulator (PyPI) serving HTTPS with a certificate for the Google
-hosts signed by a throw-away CA, and an HTTP CONNECT proxy on 127.0.0.1 that
-sends every tunnel to it. `GcsEmulator` runs that process and gives the
-environment a TensorFlow process needs. Nothing leaves 127.0.0.1.
+So `python -m tests.gcs_support PORT_FILE BUCKET` starts, in one process, the
+gcp-storage-emulator (PyPI, in memory, with BUCKET) serving HTTPS with a certificate for
+the Google hosts signed by a throw-away CA, and an HTTP CONNECT proxy on 127.0.0.1 that
+sends every tunnel to it. `GcsEmulator` runs that process and gives the environment a
+TensorFlow process needs. Nothing leaves 127.0.0.1.
+
+Where the emulator and TensorFlow's client disagree, the emulator is patched here (each
+patch says why): https upload Locations, empty uploads, chunked bodies sent with a
+Content-Length, the bucket's storageLayout (asked before a directory rename) and
+"Expect: 100-continue" (else each upload waits a second).
 """
 
 import datetime
@@ -169,7 +174,7 @@ def _serve_proxy(listener, target_port):
 
 
 def _patch_emulator():
-    """Four gaps between gcp-storage-emulator and TensorFlow's GCS client.
+    """Gaps between gcp-storage-emulator and TensorFlow's GCS client, patched in this process.
 
     The emulator builds resumable-upload Locations as http://Host; ours is HTTPS.
     """
@@ -265,7 +270,18 @@ def serve(port_file, bucket):
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(paths["server.pem"], paths["server.key"])
-    httpd = Server(("127.0.0.1", 0), functools.partial(server.RequestHandler, storage))
+
+    class Handler(server.RequestHandler):
+        def parse_request(self):
+            # curl sends "Expect: 100-continue" with an upload and waits a second for the
+            # answer, which http.server gives only to HTTP/1.1 (the emulator speaks 1.0).
+            parsed = super().parse_request()
+            if parsed and self.headers.get("Expect", "").lower() == "100-continue":
+                self.send_response_only(100)
+                self.end_headers()
+            return parsed
+
+    httpd = Server(("127.0.0.1", 0), functools.partial(Handler, storage))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
 
     listener = socket.create_server(("127.0.0.1", 0))

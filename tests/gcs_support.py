@@ -161,6 +161,7 @@ def _serve_proxy(listener, target_port):
             client.close()
             return
         upstream = socket.create_connection(("127.0.0.1", target_port))
+        upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         rest = head.split(b"\r\n\r\n", 1)[1]
         if rest:
@@ -170,6 +171,7 @@ def _serve_proxy(listener, target_port):
 
     while True:
         client, _ = listener.accept()
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         threading.Thread(target=handle, args=(client,), daemon=True).start()
 
 
@@ -264,6 +266,7 @@ def serve(port_file, bucket):
         def get_request(self):
             # The handshake happens in the request thread, not in accept().
             client, address = self.socket.accept()
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small writes
             return context.wrap_socket(
                 client, server_side=True, do_handshake_on_connect=False
             ), address

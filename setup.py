@@ -35,6 +35,10 @@ setup(
             "ai-edge-litert>=2.3",
             # The Beam pipeline's DirectRunner tests (Beam pins protobuf < 7, TF accepts 6.x).
             "apache-beam[tfrecord]>=2.77,<3",
+            # tests/train/test_gcs.py: gs:// against a local GCS emulator (tests/gcs_support.py
+            # patches this version's gaps) behind a TLS proxy with a throw-away CA.
+            "gcp-storage-emulator==2026.7.19",
+            "cryptography",
         ],
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
         "litert": ["ai-edge-litert>=2.3"],

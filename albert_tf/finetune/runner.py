@@ -94,6 +94,8 @@ NOT_RECORDED = ("output_dir", "overwrite_output_dir")
 # - strategy, tpu, logical_cpus, steps_per_execution, jit_compile, recompute: how the same steps
 #   run (speed and memory; float rounding may differ slightly, but moving a run to other
 #   hardware, e.g. one device -> mirrored, is a legitimate resume);
+# - gradient_accumulation_steps: the same updates in less memory (a run that ran out of memory
+#   resumes with a larger N; dropout draws per micro-batch), as in pretraining;
 # - num_train_epochs, warmup_proportion: compared as the num_train_steps / warmup_steps they
 #   resolve to;
 # - feature_cache_dir: where SQuAD caches its features (keyed by their content).
@@ -111,6 +113,7 @@ MAY_DIFFER = (
     "steps_per_execution",
     "jit_compile",
     "recompute",
+    "gradient_accumulation_steps",
     "num_train_epochs",
     "warmup_proportion",
     "feature_cache_dir",

@@ -43,7 +43,9 @@ setup(
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
         "litert": ["ai-edge-litert>=2.3"],
         "beam": ["apache-beam[tfrecord]>=2.77,<3"],
-        # scripts/benchmark_step.py's peers (benchmark only, never runtime dependencies).
+        # The peers of scripts/benchmark_step.py and scripts/benchmark_pretraining.py, pinned to
+        # the versions docs/benchmarks.md measured (benchmark only, never runtime dependencies;
+        # the original google-research/albert code is a checkout, not a package).
         "bench": ["keras-hub==0.32.0", "torch==2.13.0", "transformers==4.57.6"],
     },
 )

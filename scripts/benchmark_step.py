@@ -24,13 +24,7 @@ setting against best setting. keras-hub, torch and transformers are the `bench` 
         --seq_length=32 --steps=2     # a smoke run in two minutes
 """
 
-import gc
-import importlib.metadata
-import importlib.util
 import os
-import platform
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
@@ -39,6 +33,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 from absl import flags  # noqa: E402
 
 from albert_tf import cli  # noqa: E402
+from albert_tf.benchmarks import timing  # noqa: E402
 
 LIBRARIES = ("albert_tf", "keras_hub", "torch")
 TITLES = {"albert_tf": "albert_tf", "keras_hub": "keras-hub", "torch": "HF torch"}
@@ -121,81 +116,22 @@ def _keras_hub_step(config, precision, xla, batch):
 
 
 def _torch_step(config, precision, xla, batch):
-    import torch
-    import transformers
+    from albert_tf.benchmarks import torch_peer
 
-    torch.manual_seed(0)
-    from albert_tf.convert.huggingface import huggingface_config
-
-    hf_config = transformers.AlbertConfig(**huggingface_config(config), num_labels=2)
-    model = transformers.AlbertForSequenceClassification(hf_config)
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    model = torch_peer.huggingface_model("AlbertForSequenceClassification", config, num_labels=2)
     inputs = {
-        "input_ids": torch.from_numpy(batch["ids"]).long(),
-        "attention_mask": torch.from_numpy(batch["mask"]).long(),
-        "token_type_ids": torch.from_numpy(batch["types"]).long(),
-        "labels": torch.from_numpy(batch["labels"]).long(),
+        "input_ids": batch["ids"],
+        "attention_mask": batch["mask"],
+        "token_type_ids": batch["types"],
+        "labels": batch["labels"],
     }
-    bf16 = precision == "bfloat16"
-
-    def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = model(**inputs).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss.item()
-
-    return step, None
+    return torch_peer.train_step(model, inputs, bfloat16=precision == "bfloat16"), None
 
 
 STEP_BUILDERS = {"albert_tf": _albert_tf_step, "keras_hub": _keras_hub_step, "torch": _torch_step}
 
 
 # ----------------------------------------------------------------------------- measuring
-def _error(e):
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {first[:160]}"
-
-
-# Pause before each timed step: the previous library's worker threads (torch's OpenMP pool,
-# TensorFlow's Eigen pool) keep spinning for a while after their work, and a step started at
-# once shares the 2 cores with them (albert_tf's step measured 1.77 s right after torch's and
-# 1.60 s alone).
-SETTLE_SECONDS = 1.0
-
-
-def measure(runs, steps):
-    """{name: {"first": s, "steps": [s, ...], "note": str} or {"error": str}} for `runs`, a
-    {name: zero-argument builder of (step function, note)}. First steps run in turn, then the
-    steady steps alternate between the runs, each after a pause of SETTLE_SECONDS."""
-    results, step_fns = {}, {}
-    for name, build in runs.items():
-        try:
-            step, note = build()
-            time.sleep(SETTLE_SECONDS)
-            start = time.perf_counter()
-            step()
-            results[name] = {"first": time.perf_counter() - start, "steps": [], "note": note}
-            step_fns[name] = step
-        except Exception as e:  # a library that fails here is reported, the others go on
-            results[name] = {"error": _error(e)}
-    for _ in range(steps):
-        for name, step in list(step_fns.items()):
-            try:
-                time.sleep(SETTLE_SECONDS)
-                start = time.perf_counter()
-                step()
-                results[name]["steps"].append(time.perf_counter() - start)
-            except Exception as e:
-                results[name] = {"error": _error(e)}
-                del step_fns[name]
-    step_fns.clear()
-    gc.collect()
-    return results
-
-
 def settings(precisions, xla_modes):
     """[(precision, xla)] rows, then albert_tf's compile() defaults."""
     rows = [(p, x) for p in precisions for x in xla_modes]
@@ -224,11 +160,11 @@ def run(preset, depths, batch_size, seq_length, steps, libraries, precisions, xl
                 build = STEP_BUILDERS[library]
                 runs[library] = lambda b=build, p=precision, x=xla: b(config, p, x, batch)
             keras.utils.set_random_seed(0)
-            table[(depth, precision, xla)] = measure(runs, steps)
+            table[(depth, precision, xla)] = timing.measure(runs, steps)
             keras.backend.clear_session()
             done = table[(depth, precision, xla)]
             cells = ", ".join(
-                f"{TITLES[lib]} {r.get('error') or _cell(r)}" for lib, r in done.items()
+                f"{TITLES[lib]} {r.get('error') or timing.cell(r)}" for lib, r in done.items()
             )
             print(f"measured {depth} layers, {_setting_name(precision, xla)}: {cells}", flush=True)
     return table
@@ -239,36 +175,6 @@ def _setting_name(precision, xla):
     if precision == DEFAULTS:
         return "albert_tf compile() defaults"
     return f"{precision}, {'XLA' if xla else 'no XLA'}"
-
-
-def _steady(result):
-    return statistics.median(result["steps"]) if result and result.get("steps") else None
-
-
-def _seconds(value):
-    return f"{value:.3f} s" if value < 1 else f"{value:.2f} s"
-
-
-def _cell(result):
-    if result is None:
-        return ""
-    if "error" in result:
-        return "failed (see below)"
-    steady = _steady(result)
-    return (
-        f"{_seconds(result['first'])} / {_seconds(steady)}"
-        if steady
-        else f"{_seconds(result['first'])} / -"
-    )
-
-
-def _ratio(mine, peers):
-    peers = [p for p in peers if p]
-    return f"{mine / min(peers):.2f}x" if mine and peers else ""
-
-
-def _first(result):
-    return result["first"] if result and "first" in result else None
 
 
 def markdown(table, libraries):
@@ -287,7 +193,7 @@ def markdown(table, libraries):
             if d != depth:
                 continue
             for lib, result in results.items():
-                steady = _steady(result)
+                steady = timing.steady(result)
                 if steady and precision != DEFAULTS and (lib not in best or steady < best[lib][0]):
                     best[lib] = (steady, _setting_name(precision, xla))
                 if result.get("error"):
@@ -302,25 +208,30 @@ def markdown(table, libraries):
                 name += " (torch eager)"
             if precision == "bfloat16" and not xla and "torch" in libraries:
                 name += " (torch autocast)"
-            ratio = _ratio(
-                _steady(results.get("albert_tf")),
-                [_steady(results.get(p)) for p in peers],
+            ratio = timing.ratio(
+                timing.steady(results.get("albert_tf")),
+                [timing.steady(results.get(p)) for p in peers],
             )
-            first = _ratio(
-                _first(results.get("albert_tf")), [_first(results.get(p)) for p in peers]
+            first = timing.ratio(
+                timing.first(results.get("albert_tf")),
+                [timing.first(results.get(p)) for p in peers],
             )
             ratio = f"{ratio} ({first})" if ratio else ""
             if precision == DEFAULTS:  # last row of the depth: against each peer's best setting
-                ratio = _ratio(
-                    _steady(results.get("albert_tf")), [best[p][0] for p in peers if p in best]
+                ratio = timing.ratio(
+                    timing.steady(results.get("albert_tf")),
+                    [best[p][0] for p in peers if p in best],
                 )
                 ratio = f"{ratio} (vs best peer setting)" if ratio else ""
-            cells = [_cell(results.get(lib)) for lib in libraries]
+            cells = [timing.cell(results.get(lib)) for lib in libraries]
             lines.append(f"| {depth} | {name} | " + " | ".join(cells) + f" | {ratio} |")
         cells = [
-            f"{_seconds(best[lib][0])} ({best[lib][1]})" if lib in best else "" for lib in libraries
+            f"{timing.seconds(best[lib][0])} ({best[lib][1]})" if lib in best else ""
+            for lib in libraries
         ]
-        ratio = _ratio(best.get("albert_tf", (None,))[0], [best.get(p, (None,))[0] for p in peers])
+        ratio = timing.ratio(
+            best.get("albert_tf", (None,))[0], [best.get(p, (None,))[0] for p in peers]
+        )
         lines.append(
             f"| {depth} | best setting of each (steady) | " + " | ".join(cells) + f" | {ratio} |"
         )
@@ -328,37 +239,11 @@ def markdown(table, libraries):
 
 
 # ----------------------------------------------------------------------------- main
-def _installed(libraries):
-    """The libraries whose packages import here; prints one line per skipped one."""
-    kept = []
-    for lib in libraries:
-        missing = [m for m in NEEDS.get(lib, ()) if importlib.util.find_spec(m) is None]
-        if missing:
-            print(
-                f"{TITLES[lib]}: skipped, {' and '.join(missing)} not installed "
-                "(pip install -e .[bench])"
-            )
-        else:
-            kept.append(lib)
-    return kept
-
-
 def _versions(libraries):
     names = ["tensorflow", "keras"]
     for lib in libraries:
         names += {"keras_hub": ["keras-hub"], "torch": ["torch", "transformers"]}.get(lib, [])
-    return ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
-
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return timing.versions(names)
 
 
 def main(argv):
@@ -378,7 +263,7 @@ def main(argv):
 
     if FLAGS.preset not in list_presets():
         cli.fail(f"--preset={FLAGS.preset!r} is not one of {', '.join(list_presets())}")
-    libraries = _installed(FLAGS.libraries)
+    libraries = timing.installed(FLAGS.libraries, NEEDS, TITLES)
     from albert_tf import precision as precision_lib
 
     load_before = os.getloadavg()
@@ -397,7 +282,7 @@ def main(argv):
     print(
         f"\n{FLAGS.preset} shapes, classifier fine-tuning step (forward, backward, optimizer), "
         f"batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, first step / median of "
-        f"{FLAGS.steps} steady steps; {_versions(libraries)}; {_cpu_name()}, "
+        f"{FLAGS.steps} steady steps; {_versions(libraries)}; {timing.cpu_name()}, "
         f"{os.cpu_count()} CPUs; auto here: {precision_lib.resolve(log=False).log_line()}; "
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n"
     )

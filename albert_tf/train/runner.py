@@ -11,7 +11,8 @@ logs, summaries, evaluation, checkpoints, preemption), `checkpointing`, `summari
    `MAY_DIFFER` lists the settings that may change) or, with `overwrite_output_dir`, remove that
    run first (`albert_tf.train.run_record`);
 3. build the model, LAMB (or AdamW) with the warmup + polynomial-decay schedule, all inside
-   `strategy.scope()`, and build the optimizer before anything is restored; restore the newest
+   `strategy.scope()` (`build_training`, which scripts/benchmark_pretraining.py times too),
+   and build the optimizer before anything is restored; restore the newest
    checkpoint of `output_dir` (exact resume) or else warm-start from `init_checkpoint`;
 4. train with the `Controller` in loops of `steps_per_loop` steps, logging one line per loop,
    writing TensorBoard summaries, saving every `save_checkpoints_steps` and evaluating every
@@ -37,7 +38,9 @@ divergence `recoveries`), export/, run.json (`RUN_OUTPUTS`).
 True
 """
 
+import dataclasses
 import os
+from typing import Optional
 
 import keras
 import tensorflow as tf
@@ -59,7 +62,13 @@ from albert_tf.train.params import PretrainingParams, parse_profile_steps, valid
 from albert_tf.train.task import PretrainingTask
 from albert_tf.train.warm_start import warm_start
 
-__all__ = ["PretrainingParams", "run_pretraining", "NonFiniteLossError"]
+__all__ = [
+    "PretrainingParams",
+    "run_pretraining",
+    "NonFiniteLossError",
+    "Training",
+    "build_training",
+]
 
 
 # What a run writes into --output_dir: what --overwrite_output_dir removes (other files stay).
@@ -189,6 +198,62 @@ def distributed_dataset(strategy, task, files, global_batch, is_training, seed, 
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
+@dataclasses.dataclass
+class Training:
+    """What `build_training` makes."""
+
+    task: PretrainingTask
+    model: keras.Model  # an AlbertPretrainer
+    schedule: WarmupPolynomialDecay
+    optimizer: keras.optimizers.Optimizer
+    loss_scale: Optional[DynamicLossScale]  # mixed_float16 only
+    trainer: Trainer
+
+
+def build_training(params, strategy, config=None):
+    """The task, model, learning-rate schedule, optimizer, loss scale and `Trainer` of a run
+    (`config`: the model's, default `load_config(params)`), built in `strategy.scope()` as
+    `run_pretraining` builds them. `params` must hold a resolved precision and the global dtype
+    policy be set (`albert_tf.precision.apply_to_params`); the variables are not restored."""
+    config = config or load_config(params)
+    task = PretrainingTask(
+        config,
+        params.max_seq_length,
+        params.max_predictions_per_seq,
+        seed=params.seed,
+        dynamic_masking=params.dynamic_masking,
+        spm_model_file=params.spm_model_file,
+    )
+    with strategy.scope():
+        model = task.build_model()
+        model.backbone.recompute = params.recompute
+        schedule = WarmupPolynomialDecay(
+            params.learning_rate,
+            decay_steps=params.num_train_steps,
+            warmup_steps=params.num_warmup_steps,
+            start_warmup_step=params.start_warmup_step,
+            power=params.poly_power,
+        )
+        optimizer = create_optimizer(
+            params.optimizer,
+            schedule,
+            weight_decay_rate=params.weight_decay_rate,
+            stacked_axes=task.stacked_axes(model),
+        )
+        loss_scale = DynamicLossScale() if params.precision == "mixed_float16" else None
+    trainer = Trainer(
+        strategy,
+        task,
+        model,
+        optimizer,
+        clip_norm=params.clip_norm,
+        jit_compile=params.jit_compile,
+        gradient_accumulation_steps=params.gradient_accumulation_steps,
+        loss_scale=loss_scale,
+    )
+    return Training(task, model, schedule, optimizer, loss_scale, trainer)
+
+
 class _Runner:
     """State of one run; `run_pretraining` is the public entry point."""
 
@@ -209,43 +274,9 @@ class _Runner:
                 model=params.albert_config_file or f"--preset={params.preset}",
                 reference=own,
             )
-        self.task = PretrainingTask(
-            self.config,
-            params.max_seq_length,
-            params.max_predictions_per_seq,
-            seed=params.seed,
-            dynamic_masking=params.dynamic_masking,
-            spm_model_file=params.spm_model_file,
-        )
-        with strategy.scope():
-            self.model = self.task.build_model()
-            self.model.backbone.recompute = params.recompute
-            self.schedule = WarmupPolynomialDecay(
-                params.learning_rate,
-                decay_steps=params.num_train_steps,
-                warmup_steps=params.num_warmup_steps,
-                start_warmup_step=params.start_warmup_step,
-                power=params.poly_power,
-            )
-            self.optimizer = create_optimizer(
-                params.optimizer,
-                self.schedule,
-                weight_decay_rate=params.weight_decay_rate,
-                stacked_axes=self.task.stacked_axes(self.model),
-            )
-            self.loss_scale = None
-            if params.precision == "mixed_float16":
-                self.loss_scale = DynamicLossScale()
-        self.trainer = Trainer(
-            strategy,
-            self.task,
-            self.model,
-            self.optimizer,
-            clip_norm=params.clip_norm,
-            jit_compile=params.jit_compile,
-            gradient_accumulation_steps=params.gradient_accumulation_steps,
-            loss_scale=self.loss_scale,
-        )
+        t = build_training(params, strategy, self.config)
+        self.task, self.model, self.schedule = t.task, t.model, t.schedule
+        self.optimizer, self.loss_scale, self.trainer = t.optimizer, t.loss_scale, t.trainer
         self.checkpointer = checkpointing.Checkpointer(
             os.path.join(params.output_dir, "checkpoints"),
             self.model,

@@ -367,7 +367,7 @@ def _strategies(config, work):
 
 def main(argv):
     del argv
-    from albert_tf.config import list_presets
+    from albert_tf.config import AlbertConfig, list_presets
     from albert_tf.input_paths import check_exists
 
     if F.preset not in list_presets():
@@ -387,23 +387,29 @@ def main(argv):
             f"--train_batch_size={F.train_batch_size} is not divisible by "
             f"--logical_cpus={F.logical_cpus}"
         )
+    config = AlbertConfig.from_preset(F.preset)
+    lengths = [F.max_seq_length]
     if F.mode == "throughput":
+        lengths = cli.positive_ints("seq_lengths", F.seq_lengths)
         for steps in cli.positive_ints("accumulation_steps", F.accumulation_steps):
             if F.train_batch_size % steps:
                 cli.fail(
                     f"--train_batch_size={F.train_batch_size} is not divisible by "
                     f"--accumulation_steps={steps}"
                 )
+    if max(lengths) > config.max_position_embeddings:
+        cli.fail(
+            f"sequence length {max(lengths)} is above {F.preset}'s max_position_embeddings "
+            f"({config.max_position_embeddings})"
+        )
     if F.original_code_dir:
         check_exists("original_code_dir", F.original_code_dir)
     cli.load_tensorflow()
     import tensorflow as tf
 
     from albert_tf import precision as precision_lib
-    from albert_tf.config import AlbertConfig
 
     tf.get_logger().setLevel("ERROR")  # each new model retraces: TF's warning says nothing new
-    config = AlbertConfig.from_preset(F.preset)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="albert_tf_bench_pretrain_") as work:
         measure = {"peers": _peers, "throughput": _throughput, "strategies": _strategies}

@@ -497,8 +497,11 @@ class AlbertSquadV2Model(_SquadModel):
         return super().test_step(self._with_start_positions(data))
 
     def _align(self, x, y, y_pred, training):
-        # Keras builds the compiled loss and metrics on one symbolic batch called without the
-        # labels' start positions; the gold-start outputs are traced here for it.
+        # Written against Keras 3.15.1 (`albert_tf.keras_internals`, whose test fails if Keras
+        # changes this): under a distribute strategy, Keras builds the compiled loss and
+        # metrics on outputs of the model called without the labels (the beam's outputs). Only
+        # then do they lack "end_logits" (`train_step` / `test_step` pass the gold start), and
+        # the gold-start outputs are traced here, symbolically, for that build.
         if isinstance(y_pred, dict) and "end_logits" not in y_pred:
             x, _, _ = keras.utils.unpack_x_y_sample_weight(self._with_start_positions((x, y)))
             y_pred = self(x, training=training)

@@ -161,8 +161,7 @@ def _error(e):
 
 # Pause before each timed step: the previous library's worker threads (torch's OpenMP pool,
 # TensorFlow's Eigen pool) keep spinning for a while after their work, and a step started at
-# once shares the 2 cores with them (albert_tf's step measured 1.77 s right after torch's and
-# 1.60 s alone).
+# once shares the 2 cores with them and is measured slower than alone.
 SETTLE_SECONDS = 1.0
 
 

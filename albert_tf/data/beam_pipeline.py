@@ -95,7 +95,7 @@ class _ProcessWindow(_DoFn):
         self.processor = None
 
     def setup(self):
-        tokenizer = pretraining._load_tokenizer(self.model_proto, self.lower_case)
+        tokenizer = pretraining.load_tokenizer(self.model_proto, self.lower_case)
         self.processor = pretraining.WindowProcessor(tokenizer, self.config)
 
     def process(self, element):

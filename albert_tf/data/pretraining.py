@@ -180,7 +180,9 @@ class WindowProcessor:
 _WORKER: Optional[WindowProcessor] = None
 
 
-def _load_tokenizer(model_proto: bytes, lower_case: bool):
+def load_tokenizer(model_proto: bytes, lower_case: bool):
+    """A `SentencePieceTokenizer` from the model's bytes (what worker processes build theirs
+    from: bytes pickle, a tokenizer does not)."""
     from albert_tf.text.tokenizer import SentencePieceTokenizer
 
     return SentencePieceTokenizer(model_proto, lower_case=lower_case)
@@ -481,7 +483,7 @@ def create_pretraining_data(
     summary = create_from_documents(
         document_source,
         outputs,
-        _load_tokenizer,
+        load_tokenizer,
         (model_proto, lower_case),
         config,
         num_workers=num_workers,

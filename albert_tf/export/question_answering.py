@@ -145,9 +145,7 @@ def _solid_counts(context):
     """Dense int64 [B, C + 1]: non-whitespace characters before each character offset of the
     raw context (padded with int64 max, so that each row stays sorted)."""
     cp = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
-    solid = tf.logical_not(
-        graph_offsets.graph_ops._in_ranges(tf.constant(graph_offsets._WHITESPACE), cp.flat_values)
-    )
+    solid = tf.logical_not(graph_offsets.is_whitespace(cp.flat_values))
     solid = cp.with_flat_values(tf.cast(solid, tf.int64))
     counts = tf.concat([tf.zeros([cp.nrows(), 1], tf.int64), tf.cumsum(solid, axis=1)], axis=1)
     counts = counts.to_tensor(default_value=_BIG)

@@ -30,6 +30,11 @@ _WHITESPACE = unicode_tables.to_ranges([c for c in range(0x3001) if chr(c).isspa
 _QUOTES = (0x60, 0x27)  # `` and '' become one '"'
 
 
+def is_whitespace(codepoints):
+    """Whether each codepoint (an int tensor) is whitespace by Python's `str.isspace`."""
+    return graph_ops.in_ranges(tf.constant(_WHITESPACE), codepoints)
+
+
 def _flat_positions(ragged):
     """(row id, index within the row) of every flat value of a ragged [B, (n)] tensor."""
     row = ragged.value_rowids()
@@ -47,7 +52,7 @@ def _collapse_whitespace(cp):
     """Strip + collapse whitespace runs to one space: (codepoints, source start, source end)."""
     flat = cp.flat_values
     row, index = _flat_positions(cp)
-    space = graph_ops._in_ranges(tf.constant(_WHITESPACE), flat)
+    space = is_whitespace(flat)
     solid = tf.cast(tf.logical_not(space), tf.int64)
     before = tf.cumsum(solid, exclusive=True) - tf.gather(
         tf.cumsum(solid, exclusive=True), tf.gather(cp.row_splits, row)
@@ -87,7 +92,7 @@ def _decompose_with_sources(cp, start, end):
     """`graph_ops._decompose` (NFKD without combining marks) carrying each output's sources."""
     keys_np, splits_np, values_np = unicode_tables.decomposition_table()
     flat = cp.flat_values
-    found, index = graph_ops._lookup(tf.constant(keys_np), flat)
+    found, index = graph_ops.lookup(tf.constant(keys_np), flat)
     splits = tf.constant(splits_np)
     s = tf.cast(flat, tf.int64) - unicode_tables.HANGUL_FIRST
     hangul = (s >= 0) & (s < unicode_tables.HANGUL_COUNT)
@@ -126,7 +131,7 @@ def normalize_with_sources(texts, lower=True, tex_quotes=False):
         cp, start, end = _tex_quotes(cp, start, end)
     cp, start, end = _decompose_with_sources(cp, start, end)
     if lower:
-        cp = graph_ops._lowercase(cp)
+        cp = graph_ops.lowercase(cp)
     return {
         "text": tf.strings.unicode_encode(cp, "UTF-8"),
         "codepoints": cp,

@@ -3,7 +3,7 @@ CSV/TSV/JSONL file, and the built-in "docstring-source" task.
 
 Raw strings are the features; the `AlbertPreprocessor` turns each batch into token ids inside
 tf.data (and inside the exported SavedModel, so training and serving tokenize identically).
-Metrics are GLUE's (`albert_tf.models.metrics`); the best checkpoint is chosen by the task's
+Metrics are GLUE's (`albert_tf.metrics.glue_metrics`); the best checkpoint is chosen by the task's
 first metric (Matthews for CoLA, Pearson for STS-B, accuracy otherwise).
 
 >>> task = SentenceClassificationTask(ClassificationData(task_name="mrpc", data_dir="glue"))
@@ -29,8 +29,8 @@ from albert_tf.finetune.task import (
     write_tsv,
 )
 from albert_tf.finetune.task_data import ClassificationData
+from albert_tf.metrics.glue_metrics import compute_metrics
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.metrics import compute_metrics
 from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.settings import InvalidFlagError
 

@@ -32,7 +32,7 @@ from albert_tf.finetune.task import (
     write_tsv,
 )
 from albert_tf.finetune.task_data import TaggingData
-from albert_tf.models.entity_metrics import entity_scores, most_frequent_tag_baseline
+from albert_tf.metrics.entity_metrics import entity_scores, most_frequent_tag_baseline
 from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.settings import InvalidFlagError

@@ -455,7 +455,7 @@ def saved_model_answers(export_path, questions, contexts, batch_size=64):
 def squad_scores(examples, answers, version_2):
     """{"exact_match", "f1"} (%) of `answers` (one per example) against the gold answers, with
     the package's official SQuAD v1.1 / v2.0 metric."""
-    from albert_tf.models.squad_metrics import squad_v1_scores, squad_v2_scores
+    from albert_tf.metrics.squad_metrics import squad_v1_scores, squad_v2_scores
 
     predictions = {e.qas_id: str(a) for e, a in zip(examples, answers)}
     if version_2:

@@ -3,7 +3,7 @@ CSV/TSV/JSONL file, and the built-in "docstring-source" task.
 
 Raw strings are the features; the `AlbertPreprocessor` turns each batch into token ids inside
 tf.data (and inside the exported SavedModel, so training and serving tokenize identically).
-Metrics are GLUE's (`albert_tf.models.metrics`); the best checkpoint is chosen by the task's
+Metrics are GLUE's (`albert_tf.metrics.glue_metrics`); the best checkpoint is chosen by the task's
 first metric (Matthews for CoLA, Pearson for STS-B, accuracy otherwise).
 
 >>> task = SentenceClassificationTask(ClassificationData(task_name="mrpc", data_dir="glue"))
@@ -24,13 +24,12 @@ from albert_tf.data.text_files import file_columns, read_file_examples
 from albert_tf.finetune.task import (
     Features,
     FinetuneTask,
-    describe_preprocessor,
     preprocessor_of,
     write_tsv,
 )
 from albert_tf.finetune.task_data import ClassificationData
+from albert_tf.metrics.glue_metrics import compute_metrics
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.metrics import compute_metrics
 from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.settings import InvalidFlagError
 
@@ -132,6 +131,7 @@ class SentenceClassificationTask(FinetuneTask):
     """
 
     kind = "classification"
+    data_type = ClassificationData
     output_files = ("submit_results.tsv",)
 
     def __init__(self, data, seed=0, spec=None):
@@ -140,7 +140,6 @@ class SentenceClassificationTask(FinetuneTask):
         self.spec = spec
         self.splits = {}
         self.lengths = {}
-        self.preprocessor = None
 
     # ------------------------------------------------------------------ description
     @property
@@ -156,10 +155,6 @@ class SentenceClassificationTask(FinetuneTask):
         if self.data.train_file or self.data.dev_file or _is_docstring_task(self.data.task_name):
             return "accuracy"
         return glue.get_task(self.data.task_name).main_metric
-
-    @property
-    def vocab_size(self):
-        return self.preprocessor.vocab_size
 
     @property
     def loaded_splits(self):
@@ -329,17 +324,13 @@ class SentenceClassificationTask(FinetuneTask):
         )
 
     def describe(self):
-        spec = dataclasses.asdict(self.spec)
         return {
-            "kind": self.kind,
-            "name": self.name,
-            "spec": spec,
-            "data": dataclasses.asdict(self.data),
+            **super().describe(),
+            "spec": dataclasses.asdict(self.spec),
             "seed": self.seed,  # the built-in task's split: its dev set is the run's dev set
             "pair": self.spec.is_pair,
             "labels": list(self.spec.labels or []) or None,
             "regression": self.spec.is_regression,
-            **describe_preprocessor(self.preprocessor),
         }
 
     @classmethod

@@ -14,7 +14,6 @@ raw (article, question, options).
 ('race', 'race', 'accuracy')
 """
 
-import dataclasses
 import os
 import time
 
@@ -23,16 +22,9 @@ from absl import logging
 
 from albert_tf import files
 from albert_tf.data import race
-from albert_tf.finetune.task import (
-    Features,
-    FinetuneTask,
-    describe_preprocessor,
-    preprocessor_of,
-    write_tsv,
-)
+from albert_tf.finetune.task import Features, FinetuneTask, write_tsv
 from albert_tf.finetune.task_data import RaceData
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
-from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.settings import InvalidFlagError
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -70,31 +62,15 @@ class RaceTask(FinetuneTask):
     """
 
     kind = "race"
+    data_type = RaceData
     output_files = ("dev_results.json", PREDICTIONS_FILE)
 
     def __init__(self, data, seed=0):
         self.data = data
         self.examples = {}
         self.packed = {}
-        self.preprocessor = None
 
     # ------------------------------------------------------------------ description
-    @property
-    def name(self):
-        return "race"
-
-    @property
-    def main_metric(self):
-        return "accuracy"
-
-    @property
-    def vocab_size(self):
-        return self.preprocessor.vocab_size
-
-    @property
-    def loaded_splits(self):
-        return tuple(self.examples)
-
     def configure_text(
         self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
     ):
@@ -107,9 +83,7 @@ class RaceTask(FinetuneTask):
                 f"--max_qa_length={self.data.max_qa_length} must be in [1, "
                 f"--max_seq_length - 3 = {seq_length - 3}]"
             ) from None
-        self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=seq_length, tex_quotes=tex_quotes
-        )
+        super().configure_text(spm_model, lower_case, seq_length, static_shapes, tex_quotes)
 
     def load(self, splits):
         if not self.data.data_dir:
@@ -276,17 +250,3 @@ class RaceTask(FinetuneTask):
             version=version,
             write_warmup=write_warmup,
         )
-
-    def describe(self):
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "data": dataclasses.asdict(self.data),
-            **describe_preprocessor(self.preprocessor),
-        }
-
-    @classmethod
-    def from_description(cls, description, directory=None):
-        task = cls(RaceData(**description["data"]))
-        task.preprocessor = preprocessor_of(description, directory)
-        return task

@@ -57,6 +57,7 @@ from albert_tf.settings import InvalidFlagError
 from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.checkpointing import Preempted
+from albert_tf.train.training_params import check_batch_sizes
 
 __all__ = ["FinetuneParams", "run_finetuning", "Preempted", "InvalidFlagError"]
 
@@ -854,19 +855,7 @@ def run_finetuning(params, task, strategy=None):
         strategy = strategy_lib.create_strategy(
             params.strategy, tpu=params.tpu, logical_cpus=params.logical_cpus
         )
-    replicas = strategy.num_replicas_in_sync
-    for flag in ("train_batch_size", "eval_batch_size"):
-        if getattr(params, flag) % replicas:
-            raise InvalidFlagError(
-                f"--{flag}={getattr(params, flag)} is not divisible by the "
-                f"{replicas} replicas of --strategy={params.strategy}"
-            )
-    if params.train_batch_size % (replicas * params.gradient_accumulation_steps):
-        raise InvalidFlagError(
-            f"--train_batch_size={params.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={params.gradient_accumulation_steps} x the "
-            f"{replicas} replicas of --strategy={params.strategy}"
-        )
+    check_batch_sizes(params, strategy)
     # Seed before any tokenizer exists: tf.random.set_seed clears TF's kernel cache, which
     # deletes the SentencePiece resources of tokenizers created earlier.
     keras.utils.set_random_seed(params.seed)

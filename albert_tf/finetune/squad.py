@@ -5,7 +5,7 @@ as the original run_squad (question cut to `max_query_length`, the context's pie
 its characters, sliding windows with `doc_stride`, max-context flags, p_mask) and cached as
 TFRecords keyed by every setting. The model is `AlbertQuestionAnswerer` (v1.1: start/end
 logits) or `AlbertSquadV2Model` (v2.0: the original's answerability head and beam). Dev answers
-are scored with the official scripts' definitions (`albert_tf.models.squad_metrics`): exact
+are scored with the official scripts' definitions (`albert_tf.metrics.squad_metrics`): exact
 match and F1 for v1.1; exact, F1, HasAns/NoAns and the best null-score threshold for v2.0 (the
 best checkpoint is chosen by F1). predictions.json, nbest_predictions.json and, for v2,
 null_odds.json are written for the dev file as the original does.
@@ -32,7 +32,7 @@ from albert_tf.finetune.task import (
     write_tsv,
 )
 from albert_tf.finetune.task_data import SquadData
-from albert_tf.models.squad_metrics import exact_match, f1, squad_v1_scores, squad_v2_scores
+from albert_tf.metrics.squad_metrics import exact_match, f1, squad_v1_scores, squad_v2_scores
 from albert_tf.settings import InvalidFlagError
 
 

@@ -37,7 +37,7 @@ from absl import logging
 
 from albert_tf import files
 from albert_tf.data.squad import example_windows
-from albert_tf.models.squad_metrics import squad_v2_scores
+from albert_tf.metrics.squad_metrics import squad_v2_scores
 
 PREDICTIONS_FILE = "predictions.json"
 NBEST_FILE = "nbest_predictions.json"

@@ -15,7 +15,6 @@ entity F1 (token accuracy for a plain tag set such as POS tags). The export tags
 """
 
 import collections
-import dataclasses
 import os
 
 import numpy as np
@@ -24,16 +23,9 @@ from absl import logging
 from albert_tf import files
 from albert_tf.data import conll
 from albert_tf.data.docstring_entities import DOCSTRING_CODE, docstring_code_splits
-from albert_tf.finetune.task import (
-    Features,
-    FinetuneTask,
-    describe_preprocessor,
-    preprocessor_of,
-    write_tsv,
-)
+from albert_tf.finetune.task import Features, FinetuneTask, preprocessor_of, write_tsv
 from albert_tf.finetune.task_data import TaggingData
-from albert_tf.models.entity_metrics import entity_scores, most_frequent_tag_baseline
-from albert_tf.models.preprocessor import AlbertPreprocessor
+from albert_tf.metrics.entity_metrics import entity_scores, most_frequent_tag_baseline
 from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.settings import InvalidFlagError
 from albert_tf.text.word_windows import WordWindows, window_labels, window_sizes, word_logits
@@ -55,6 +47,7 @@ class TokenClassificationTask(FinetuneTask):
     """
 
     kind = "token_classification"
+    data_type = TaggingData
     output_files = tuple(PREDICTIONS_FILE.format(split=s) for s in ("dev", "test"))
 
     def __init__(self, data, seed=0, labels=None):
@@ -63,7 +56,6 @@ class TokenClassificationTask(FinetuneTask):
         self.sentences = {}
         self.windows = {}
         self.tag_ids = {}
-        self.preprocessor = None
 
     # ------------------------------------------------------------------ description
     @property
@@ -77,10 +69,6 @@ class TokenClassificationTask(FinetuneTask):
         return "f1"
 
     @property
-    def vocab_size(self):
-        return self.preprocessor.vocab_size
-
-    @property
     def loaded_splits(self):
         return tuple(self.sentences)
 
@@ -91,9 +79,7 @@ class TokenClassificationTask(FinetuneTask):
             window_sizes(seq_length, self.data.stride)
         except ValueError as e:
             raise InvalidFlagError(f"--{e}".replace("--seq_length", "--max_seq_length")) from None
-        self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=seq_length, tex_quotes=tex_quotes
-        )
+        super().configure_text(spm_model, lower_case, seq_length, static_shapes, tex_quotes)
 
     def _read(self, split, path):
         flag = f"--{split}_file"
@@ -288,13 +274,7 @@ class TokenClassificationTask(FinetuneTask):
         )
 
     def describe(self):
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "data": dataclasses.asdict(self.data),
-            "labels": list(self.labels),
-            **describe_preprocessor(self.preprocessor),
-        }
+        return {**super().describe(), "labels": list(self.labels)}
 
     @classmethod
     def from_description(cls, description, directory=None):

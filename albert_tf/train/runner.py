@@ -50,13 +50,14 @@ from albert_tf.data import input_checks
 from albert_tf.logs import show_progress
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
 from albert_tf.optim.loss_scale import DynamicLossScale
-from albert_tf.settings import InvalidFlagError
+from albert_tf.settings import InvalidFlagError  # noqa: F401  (re-exported: runner.InvalidFlagError)
 from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.controller import Controller, NonFiniteLossError
 from albert_tf.train.loop import Trainer
 from albert_tf.train.params import PretrainingParams, parse_profile_steps, validate_params
 from albert_tf.train.task import PretrainingTask
+from albert_tf.train.training_params import check_batch_sizes
 from albert_tf.train.warm_start import warm_start
 
 __all__ = ["PretrainingParams", "run_pretraining", "NonFiniteLossError"]
@@ -106,25 +107,6 @@ MAY_DIFFER = (
     "max_consecutive_recoveries",
     "profile_steps",
 )
-
-
-def check_batch_sizes(params, strategy):
-    """Batch sizes must split evenly over the replicas (and the training batch of each replica
-    over the accumulation steps)."""
-    replicas = strategy.num_replicas_in_sync
-    for flag in ("train_batch_size", "eval_batch_size"):
-        if getattr(params, flag) % replicas:
-            raise InvalidFlagError(
-                f"--{flag}={getattr(params, flag)} is not divisible by the "
-                f"{replicas} replicas of --strategy={params.strategy}"
-            )
-    steps = params.gradient_accumulation_steps
-    if params.train_batch_size % (replicas * steps):
-        raise InvalidFlagError(
-            f"--train_batch_size={params.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={steps} x the {replicas} replicas of "
-            f"--strategy={params.strategy}"
-        )
 
 
 def load_config(params):

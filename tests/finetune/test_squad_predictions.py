@@ -10,7 +10,7 @@ from test_squad_data import SETTINGS, v1_dataset, v2_dataset, write_squad
 
 from albert_tf.data import squad
 from albert_tf.finetune import squad_predictions as sp
-from albert_tf.models.squad_metrics import normalize_answer, squad_v1_scores
+from albert_tf.metrics.squad_metrics import normalize_answer, squad_v1_scores
 
 HIGH = 10.0
 

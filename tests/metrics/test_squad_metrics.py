@@ -3,7 +3,7 @@
 import pytest
 
 from albert_tf.data.squad import SquadExample
-from albert_tf.models import squad_metrics as m
+from albert_tf.metrics import squad_metrics as m
 
 
 def test_normalize_answer():

@@ -484,6 +484,13 @@ def _nearest_index(index, pos, length=None, is_start=True):
 
 
 # ----------------------------------------------------------------------------------- windows
+#: The start + end score of the placeholder answer "" given when no span is valid, each (as
+#: the original; the graph exports' score of "" is twice this).
+EMPTY_SCORE = -1e6
+#: v2: the null score of a question without windows (the original's starting value).
+NO_WINDOW_NULL_SCORE = 1e6
+
+
 def window_spans(num_pieces, window_length, doc_stride):
     """(start, length) of the original's sliding windows over `num_pieces` context pieces.
 

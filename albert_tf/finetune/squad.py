@@ -334,22 +334,55 @@ class SquadTask(FinetuneTask):
         )
 
     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
-        from albert_tf.export.question_answering import export_question_answerer
+        """`export_question_answerer`."""
+        from albert_tf.export import saved_model
+
+        spec = self.serving_spec(model, seq_length).saved_model()
+        return saved_model.build(spec, export_dir, version, write_warmup)
+
+    def serving_spec(self, model, seq_length=None):
+        """The model's `ServingSpec`: its SavedModel (`export_question_answerer`) and LiteRT
+        (`litert_qa`) exports; LiteRT measures on the loaded examples, else on those read
+        from the task's files (no features are built)."""
+        from albert_tf.export import litert_qa
+        from albert_tf.export.question_answering import question_answerer_spec
+        from albert_tf.export.serving_spec import ServingSpec
 
         settings = self.settings
         if seq_length:
-            settings = dataclasses.replace(settings, max_seq_length=seq_length)
-        return export_question_answerer(
-            model,
-            self.spm_model,
-            export_dir,
-            settings,
+            settings = dataclasses.replace(settings, max_seq_length=int(seq_length))
+        options = dict(
             n_best_size=self.data.n_best_size,
             max_answer_length=self.data.max_answer_length,
             null_threshold=self.null_threshold,
-            version=version,
-            write_warmup=write_warmup,
         )
+
+        def saved_model():
+            return question_answerer_spec(model, self.spm_model, settings, **options)
+
+        def examples(split, limit):
+            loaded = self.examples.get(split)
+            if loaded is None:
+                loaded = squad_data.read_squad_examples(
+                    self._path(split), self.version_2, skip_mismatched=split == "train"
+                )
+            return list(loaded)[:limit]
+
+        def litert(**litert_options):
+            preprocessor = litert_qa.squad_preprocessor(self.spm_model, settings)
+            return litert_qa.litert_spec(
+                model,
+                preprocessor,
+                settings,
+                examples,
+                self.name,
+                saved_model,
+                self.version_2,
+                **options,
+                **litert_options,
+            )
+
+        return ServingSpec(self.kind, saved_model, litert)
 
     def describe(self):
         return {

@@ -36,16 +36,12 @@ import numpy as np
 from absl import logging
 
 from albert_tf import files
-from albert_tf.data.squad import example_windows
+from albert_tf.data.squad import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, example_windows
 from albert_tf.models.squad_metrics import squad_v2_scores
 
 PREDICTIONS_FILE = "predictions.json"
 NBEST_FILE = "nbest_predictions.json"
 NULL_ODDS_FILE = "null_odds.json"
-#: The score of the placeholder answer "" given when no span is valid (as the original).
-EMPTY_SCORE = -1e6
-#: The null score of a question without windows (the original's starting value).
-NO_WINDOW_NULL_SCORE = 1e6
 
 
 def v1_predictions(

@@ -26,7 +26,7 @@ from albert_tf.text.tokenizer import WORD_START
 
 _SPACE = 0x20
 # Python's `str.isspace` code points (the last one is U+3000).
-_WHITESPACE = unicode_tables.to_ranges([c for c in range(0x3001) if chr(c).isspace()])
+WHITESPACE = unicode_tables.to_ranges([c for c in range(0x3001) if chr(c).isspace()])
 _QUOTES = (0x60, 0x27)  # `` and '' become one '"'
 
 
@@ -43,11 +43,16 @@ def _keep(ragged, keep, *values):
     return (kept,) + tuple(tf.boolean_mask(v, keep) for v in values)
 
 
+def is_whitespace(codepoints):
+    """bool, the shape of int32 `codepoints`: Python's `str.isspace` of each."""
+    return graph_ops._in_ranges(tf.constant(WHITESPACE), codepoints)
+
+
 def _collapse_whitespace(cp):
     """Strip + collapse whitespace runs to one space: (codepoints, source start, source end)."""
     flat = cp.flat_values
     row, index = _flat_positions(cp)
-    space = graph_ops._in_ranges(tf.constant(_WHITESPACE), flat)
+    space = is_whitespace(flat)
     solid = tf.cast(tf.logical_not(space), tf.int64)
     before = tf.cumsum(solid, exclusive=True) - tf.gather(
         tf.cumsum(solid, exclusive=True), tf.gather(cp.row_splits, row)

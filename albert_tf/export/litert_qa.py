@@ -40,7 +40,7 @@ the interpreter; it would also give normalized text). Answers therefore equal th
 except where the tokenizations differ (see `litert.LiteTextInputs`) or a span starts or ends
 inside a word that is not spelled exactly (the answer then holds the whole word).
 
->>> from albert_tf.data.squad import FeatureSettings
+>>> from albert_tf.data.squad_features import FeatureSettings
 >>> export_litert_qa(model, "30k-clean.model", "qa.tflite",
 ...                  FeatureSettings(384, 128, 64), max_windows=4)  # doctest: +SKIP
 >>> answer = litert.interpreter("qa.tflite").get_signature_runner()  # doctest: +SKIP
@@ -50,7 +50,7 @@ inside a word that is not spelled exactly (the answer then holds the whole word)
 import tensorflow as tf
 import tensorflow_text as tft
 
-from albert_tf.data.squad import NO_WINDOW_NULL_SCORE
+from albert_tf.data.squad_features import NO_WINDOW_NULL_SCORE
 from albert_tf.export import dense, litert, litert_quiet
 from albert_tf.export.question_answering import (
     NO_SPAN_SCORE,
@@ -89,7 +89,7 @@ def piece_bytes(spm_model):
 def question_windows(q_ids, q_splits, ids, splits, settings, max_windows, cls_id, sep_id, pad_id):
     """`max_windows` windows of [CLS] question [SEP] context [SEP] per question, dense: the
     LiteRT twin of `question_answering.question_windows` (and of the Python
-    `squad.window_spans` + `squad.max_context_windows`).
+    `squad_features.window_spans` + `squad_features.max_context_windows`).
 
     Args:
         q_ids, q_splits: the questions' piece ids (int32 [Q]) and row_splits (int32 [B + 1]).
@@ -174,7 +174,7 @@ class LiteQuestionWindows:
             max_query_length).
         max_windows: windows per question (fixed).
 
-    >>> from albert_tf.data.squad import FeatureSettings
+    >>> from albert_tf.data.squad_features import FeatureSettings
     >>> from albert_tf.models.preprocessor import AlbertPreprocessor
     >>> windows = LiteQuestionWindows(AlbertPreprocessor("30k-clean.model"),
     ...                               FeatureSettings(12, 4, 4), max_windows=3)

@@ -6,7 +6,7 @@ do in Python, with TensorFlow and tensorflow-text ops only:
 1. the question: `preprocess_text`, SentencePiece ids (digit-comma rule), cut to
    `max_query_length`;
 2. the context: SentencePiece pieces with their CHARACTER spans in the raw context
-   (`graph_offsets.pieces_with_offsets`, the in-graph twin of `squad.align_pieces`);
+   (`graph_offsets.pieces_with_offsets`, the in-graph twin of `squad_alignment.align_pieces`);
 3. windows of ``max_seq_length - len(question) - 3`` context pieces, `doc_stride` apart, packed
    as ``[CLS] question [SEP] context [SEP]`` (padded to max_seq_length), each piece marked
    in the window where it has its most context;
@@ -37,7 +37,7 @@ a context the LCS cannot align, which the Python path skips, is answered here).
 
 import tensorflow as tf
 
-from albert_tf.data.squad import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, FeatureSettings
+from albert_tf.data.squad_features import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, FeatureSettings
 from albert_tf.export import saved_model
 from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text import graph_offsets

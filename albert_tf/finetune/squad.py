@@ -1,9 +1,10 @@
 """SQuAD v1.1 and v2.0 extractive question answering as a `FinetuneTask`.
 
-Examples come from the official SQuAD JSON files (`albert_tf.data.squad`), features are built
-as the original run_squad (question cut to `max_query_length`, the context's pieces aligned to
-its characters, sliding windows with `doc_stride`, max-context flags, p_mask) and cached as
-TFRecords keyed by every setting. The model is `AlbertQuestionAnswerer` (v1.1: start/end
+Examples come from the official SQuAD JSON files (`albert_tf.data.squad_examples`), features are
+built as the original run_squad (`squad_features`: question cut to `max_query_length`, the
+context's pieces aligned to its characters by `squad_alignment`, sliding windows with
+`doc_stride`, max-context flags, p_mask) and cached as TFRecords keyed by every setting
+(`squad_cache`). The model is `AlbertQuestionAnswerer` (v1.1: start/end
 logits) or `AlbertSquadV2Model` (v2.0: the original's answerability head and beam). Dev answers
 are scored with the official scripts' definitions (`albert_tf.models.squad_metrics`): exact
 match and F1 for v1.1; exact, F1, HasAns/NoAns and the best null-score threshold for v2.0 (the
@@ -22,7 +23,7 @@ import os
 import numpy as np
 from absl import logging
 
-from albert_tf.data import squad as squad_data
+from albert_tf.data import squad_cache, squad_examples, squad_features
 from albert_tf.finetune import squad_predictions
 from albert_tf.finetune.task import (
     Features,
@@ -104,7 +105,7 @@ class SquadTask(FinetuneTask):
             if getattr(d, flag) < 1:
                 raise InvalidFlagError(f"--{flag} must be >= 1, got {getattr(d, flag)}")
         try:
-            self.settings = squad_data.FeatureSettings(
+            self.settings = squad_features.FeatureSettings(
                 seq_length, d.doc_stride, d.max_query_length, lower_case, tex_quotes
             )
         except ValueError as e:
@@ -126,7 +127,7 @@ class SquadTask(FinetuneTask):
         cache_dir = self.data.feature_cache_dir or default_cache_dir()
         wanted = ["train"] if "train" in splits else []
         if "dev" in splits or "test" in splits:
-            labelled = squad_data.has_answers(self._path("dev"))
+            labelled = squad_examples.has_answers(self._path("dev"))
             if not labelled:
                 logging.info(
                     "--predict_file=%s has no answers: it is answered, not scored",
@@ -137,10 +138,10 @@ class SquadTask(FinetuneTask):
             path = self._path(split)
             labelled = split != "test"
             skip = split == "train"  # dev keeps mismatched answers: their gold texts still score
-            self.examples[split] = squad_data.read_squad_examples(
+            self.examples[split] = squad_examples.read_squad_examples(
                 path, self.version_2, labelled=labelled, skip_mismatched=skip
             )
-            features = squad_data.cached_features(
+            features = squad_cache.cached_features(
                 path,
                 self.spm_model,
                 self.settings,
@@ -363,7 +364,7 @@ class SquadTask(FinetuneTask):
         def examples(split, limit):
             loaded = self.examples.get(split)
             if loaded is None:
-                loaded = squad_data.read_squad_examples(
+                loaded = squad_examples.read_squad_examples(
                     self._path(split), self.version_2, skip_mismatched=split == "train"
                 )
             return list(loaded)[:limit]
@@ -397,7 +398,7 @@ class SquadTask(FinetuneTask):
     @classmethod
     def from_description(cls, description, directory=None):
         task = cls(SquadData(**description["data"]))
-        task.settings = squad_data.FeatureSettings(**description["settings"])
+        task.settings = squad_features.FeatureSettings(**description["settings"])
         task.spm_model = spm_model_of(description, directory)
         task.null_threshold = float(description.get("null_threshold", 0.0))
         return task

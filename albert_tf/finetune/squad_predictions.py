@@ -13,7 +13,8 @@ score is the lowest answerability logit over its windows, and `apply_null_thresh
 the predictions whose null score is above a threshold into "" (no answer).
 
 >>> import numpy as np
->>> from albert_tf.data.squad import SquadExample, SquadFeatures
+>>> from albert_tf.data.squad_examples import SquadExample
+>>> from albert_tf.data.squad_features import SquadFeatures
 
 One window "[CLS] where [SEP] In Paris , France. [SEP]":
 
@@ -36,7 +37,7 @@ import numpy as np
 from absl import logging
 
 from albert_tf import files
-from albert_tf.data.squad import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, example_windows
+from albert_tf.data.squad_features import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, example_windows
 from albert_tf.models.squad_metrics import squad_v2_scores
 
 PREDICTIONS_FILE = "predictions.json"
@@ -162,7 +163,7 @@ def evaluate_v2(examples, predictions, null_odds):
         plus the search's "best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh" and
         "null_score_diff_threshold" (= best_f1_thresh).
 
-    >>> from albert_tf.data.squad import SquadExample
+    >>> from albert_tf.data.squad_examples import SquadExample
     >>> examples = [SquadExample("a", "?", "x", gold_answers=["Paris"]),
     ...             SquadExample("b", "?", "x", is_impossible=True)]
     >>> scores, final = evaluate_v2(examples, {"a": "Paris", "b": "1889"}, {"a": -1.0, "b": 2.0})

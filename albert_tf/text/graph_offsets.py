@@ -7,12 +7,13 @@ first character; a TeX quote pair -> both characters; an NFKD expansion -> the o
 the normalised text), applies the digit-comma rule, and maps every piece back to raw
 characters: from its first to its last non-space character, end exclusive.
 
-For ordinary text these spans equal the Python path's LCS alignment (`squad.align_pieces`).
-They can differ where a raw character normalises to several characters or to none
-(ligatures such as "ﬁ", "½", standalone combining marks), for Hangul (NFKD jamo that
-SentencePiece recomposes) and for characters that NFKD turns into spaces (U+00A8): there the
-LCS leaves characters unmatched and guesses their neighbours, while these spans follow the
-characters' true sources. Offsets assume valid UTF-8 (invalid bytes count as U+FFFD).
+For ordinary text these spans equal the Python path's LCS alignment
+(`squad_alignment.align_pieces`). They can differ where a raw character normalises to several
+characters or to none (ligatures such as "ﬁ", "½", standalone combining marks), for Hangul
+(NFKD jamo that SentencePiece recomposes) and for characters that NFKD turns into spaces
+(U+00A8): there the LCS leaves characters unmatched and guesses their neighbours, while these
+spans follow the characters' true sources. Offsets assume valid UTF-8 (invalid bytes count as
+U+FFFD).
 
 >>> out = normalize_with_sources(tf.constant(["  Caf\u00e9 ``ok''"]), tex_quotes=True)
 >>> out["text"].numpy()[0].decode(), out["source_start"].to_list()[0]

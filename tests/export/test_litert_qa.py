@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.data.squad import FeatureSettings
+from albert_tf.data.squad_features import FeatureSettings
 from albert_tf.export import litert, litert_qa
 from albert_tf.export.question_answering import export_question_answerer, question_windows
 

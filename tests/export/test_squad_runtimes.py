@@ -1,17 +1,17 @@
 """The SQuAD pieces that exist once per runtime agree on the same inputs: the Python features
-(`squad.window_spans`, `squad.max_context_windows`), the SavedModel's ragged graph
+(`squad_features.window_spans`, `squad_features.max_context_windows`), the SavedModel's ragged graph
 (`question_answering.question_windows`) and LiteRT's dense graph (`litert_qa.question_windows`);
 and the constants the three share."""
 
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.data import squad
+from albert_tf.data import squad_features
 from albert_tf.export import dense, litert_qa, question_answering
 from albert_tf.finetune import squad_predictions
 
 CLS, SEP, PAD = 2, 3, 0
-SETTINGS = squad.FeatureSettings(max_seq_length=16, doc_stride=3, max_query_length=4)
+SETTINGS = squad_features.FeatureSettings(max_seq_length=16, doc_stride=3, max_query_length=4)
 # (question ids, context ids): long and short questions, no context, one window, many windows.
 CASES = [
     ([7], list(range(10, 15))),
@@ -27,8 +27,8 @@ def _python_windows(query, context):
     from the Python rule."""
     query = query[: SETTINGS.max_query_length]
     seq = SETTINGS.max_seq_length
-    spans = squad.window_spans(len(context), seq - len(query) - 3, SETTINGS.doc_stride)
-    owner = squad.max_context_windows(spans, len(context))
+    spans = squad_features.window_spans(len(context), seq - len(query) - 3, SETTINGS.doc_stride)
+    owner = squad_features.max_context_windows(spans, len(context))
     windows = []
     for window, (start, length) in enumerate(spans):
         ids = [CLS] + query + [SEP] + context[start : start + length] + [SEP]
@@ -106,7 +106,9 @@ def test_row_ids_agree_with_ragged_value_rowids():
 
 
 def test_the_runtimes_share_one_home_for_their_constants():
-    assert squad_predictions.EMPTY_SCORE is squad.EMPTY_SCORE
-    assert squad_predictions.NO_WINDOW_NULL_SCORE is squad.NO_WINDOW_NULL_SCORE
-    assert question_answering.NO_SPAN_SCORE == 2 * squad.EMPTY_SCORE  # the placeholder's score
+    assert squad_predictions.EMPTY_SCORE is squad_features.EMPTY_SCORE
+    assert squad_predictions.NO_WINDOW_NULL_SCORE is squad_features.NO_WINDOW_NULL_SCORE
+    assert (
+        question_answering.NO_SPAN_SCORE == 2 * squad_features.EMPTY_SCORE
+    )  # the placeholder's score
     assert litert_qa.NO_SPAN_SCORE is question_answering.NO_SPAN_SCORE

@@ -33,6 +33,7 @@ from albert_tf.finetune.task import (
     write_tsv,
 )
 from albert_tf.finetune.task_data import SquadData
+from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.models.squad_metrics import exact_match, f1, squad_v1_scores, squad_v2_scores
 from albert_tf.settings import InvalidFlagError
 
@@ -41,6 +42,16 @@ def default_cache_dir():
     """~/.cache/albert_tf/squad (or $XDG_CACHE_HOME/albert_tf/squad)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(root, "albert_tf", "squad")
+
+
+def _preprocessor(spm_model, settings):
+    """The task's `AlbertPreprocessor`: `settings`' casing and window length."""
+    return AlbertPreprocessor(
+        spm_model,
+        lower_case=settings.lower_case,
+        seq_length=settings.max_seq_length,
+        tex_quotes=settings.tex_quotes,
+    )
 
 
 class SquadTask(FinetuneTask):
@@ -61,11 +72,10 @@ class SquadTask(FinetuneTask):
     def __init__(self, data, seed=0):
         self.data = data
         self.settings = None
-        self.spm_model = None
-        self._vocab_size = None
+        self.preprocessor = None  # vocabulary and casing, as the other tasks keep them
         self.examples = {}
         self.squad_features = {}
-        self.null_threshold = 0.0  # v2: the dev set's best null-score threshold, once scored
+        self.null_threshold = 0.0  # v2: the chosen model's best dev threshold (adopt_dev_metrics)
 
     # ------------------------------------------------------------------ description
     @property
@@ -82,7 +92,12 @@ class SquadTask(FinetuneTask):
 
     @property
     def vocab_size(self):
-        return self._vocab_size
+        return self.preprocessor.vocab_size
+
+    @property
+    def spm_model(self):
+        """The SentencePiece model: its file, or its bytes when it came as bytes."""
+        return self.preprocessor.source or self.preprocessor.model_proto
 
     @property
     def loaded_splits(self):
@@ -91,8 +106,6 @@ class SquadTask(FinetuneTask):
     def configure_text(
         self, spm_model, lower_case=True, seq_length=384, static_shapes=False, tex_quotes=False
     ):
-        from albert_tf.text.tokenizer import SentencePieceTokenizer
-
         d = self.data
         for flag in (
             "doc_stride",
@@ -110,8 +123,7 @@ class SquadTask(FinetuneTask):
             )
         except ValueError as e:
             raise InvalidFlagError(f"--max_seq_length / --max_query_length: {e}") from None
-        self.spm_model = spm_model
-        self._vocab_size = SentencePieceTokenizer(spm_model).vocab_size
+        self.preprocessor = _preprocessor(spm_model, self.settings)
 
     def _path(self, split):
         flag = "train_file" if split == "train" else "predict_file"
@@ -290,6 +302,8 @@ class SquadTask(FinetuneTask):
         return {"predictions": predictions, "nbest": nbest, "null_odds": null_odds}
 
     def evaluate(self, predictions, split):
+        """Scores only (v2: "null_score_diff_threshold" among them; `adopt_dev_metrics` keeps
+        the chosen model's)."""
         examples = self.examples[split]
         if not self.version_2:
             scores = squad_v1_scores(examples, predictions["predictions"])
@@ -297,10 +311,14 @@ class SquadTask(FinetuneTask):
             scores, _ = squad_predictions.evaluate_v2(
                 examples, predictions["predictions"], predictions["null_odds"]
             )
-            self.null_threshold = float(scores["null_score_diff_threshold"])
         scores = {k: float(v) for k, v in scores.items() if isinstance(v, (int, float))}
         scores["num_questions"] = len(examples)
         return scores
+
+    def adopt_dev_metrics(self, metrics):
+        """v2: the chosen model's dev null-score threshold answers and exports from now on."""
+        if self.version_2:
+            self.null_threshold = float(metrics["null_score_diff_threshold"])
 
     def headline_metrics(self, metrics):
         keys = ("exact_match", "exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1")
@@ -359,7 +377,7 @@ class SquadTask(FinetuneTask):
         )
 
         def saved_model():
-            return question_answerer_spec(model, self.spm_model, settings, **options)
+            return question_answerer_spec(model, self.preprocessor, settings, **options)
 
         def examples(split, limit):
             loaded = self.examples.get(split)
@@ -370,10 +388,9 @@ class SquadTask(FinetuneTask):
             return list(loaded)[:limit]
 
         def litert(**litert_options):
-            preprocessor = litert_qa.squad_preprocessor(self.spm_model, settings)
             return litert_qa.litert_spec(
                 model,
-                preprocessor,
+                self.preprocessor,
                 settings,
                 examples,
                 self.name,
@@ -399,6 +416,6 @@ class SquadTask(FinetuneTask):
     def from_description(cls, description, directory=None):
         task = cls(SquadData(**description["data"]))
         task.settings = squad_features.FeatureSettings(**description["settings"])
-        task.spm_model = spm_model_of(description, directory)
+        task.preprocessor = _preprocessor(spm_model_of(description, directory), task.settings)
         task.null_threshold = float(description.get("null_threshold", 0.0))
         return task

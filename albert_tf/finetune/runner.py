@@ -723,7 +723,7 @@ class _Finetuner:
         files.save_atomic(os.path.join(p.output_dir, MODEL_FILE), self.model.save, suffix=".keras")
         info_path = os.path.join(p.output_dir, INFO_FILE)
         info = {
-            "task": self.describe_task(),
+            "task": None,  # described once the task has adopted the chosen model's dev metrics
             "step": step,
             "best": state.best,
             "params": dataclasses.asdict(p),
@@ -746,6 +746,7 @@ class _Finetuner:
             # threshold) is what it writes and exports with.
             self.task.adopt_dev_metrics(self.task.evaluate(predictions, "dev"))
             self.task.write_predictions(predictions, "dev", p.output_dir)
+        info["task"] = self.describe_task()
         if "test" in self.task.loaded_splits:
             self.score_test(step)
         results["test"] = self.test_metrics

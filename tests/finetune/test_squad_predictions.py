@@ -265,6 +265,16 @@ def test_v2_predictions_null_odds_and_threshold(v2):
     assert scores["exact"] == scores["f1"] == 100.0
     assert scores["null_score_diff_threshold"] == scores["best_f1_thresh"] == -5.0
     assert scores["best_f1"] == 100.0 and scores["HasAns_total"] == 4
+    # The task's evaluate returns the threshold and changes nothing; the runner hands the
+    # chosen model's metrics to adopt_dev_metrics, after which answers and exports use it.
+    from albert_tf.finetune.squad import SquadData, SquadTask
+
+    task = SquadTask(SquadData(version_2_with_negative=True))
+    task.examples["dev"] = examples
+    metrics = task.evaluate({"predictions": spans, "null_odds": null_odds}, "dev")
+    assert metrics["null_score_diff_threshold"] == -5.0 and task.null_threshold == 0.0
+    task.adopt_dev_metrics(metrics)
+    assert task.null_threshold == -5.0
 
 
 def test_v2_output_shapes_are_checked(v2):

@@ -469,19 +469,6 @@ def saved_model_answers(export_path, questions, contexts, batch_size=64):
     return _concatenated(parts)
 
 
-def squad_scores(examples, answers, version_2):
-    """{"exact_match", "f1"} (%) of `answers` (one per example) against the gold answers, with
-    the package's official SQuAD v1.1 / v2.0 metric."""
-    from albert_tf.models.squad_metrics import squad_v1_scores, squad_v2_scores
-
-    predictions = {e.qas_id: str(a) for e, a in zip(examples, answers)}
-    if version_2:
-        scores = squad_v2_scores(examples, predictions)
-        return {"exact_match": float(scores["exact"]), "f1": float(scores["f1"])}
-    scores = squad_v1_scores(examples, predictions)
-    return {"exact_match": float(scores["exact_match"]), "f1": float(scores["f1"])}
-
-
 def litert_spec(
     model,
     preprocessor,
@@ -489,7 +476,7 @@ def litert_spec(
     examples,
     name,
     saved_model_spec,
-    version_2=False,
+    scores,
     n_best_size=20,
     max_answer_length=30,
     null_threshold=0.0,
@@ -498,7 +485,7 @@ def litert_spec(
 ):
     """The `LiteRTSpec` of a SQuAD model (`serving_function`), measured against its float32
     SavedModel (`saved_model_spec()`, written to a temporary directory): the rate of equal
-    answers, and the SQuAD exact match and F1 of both against the gold answers.
+    answers, and the task's `scores` of both against the gold answers.
 
     Args:
         model, preprocessor, settings, max_windows, n_best_size, max_answer_length,
@@ -507,7 +494,7 @@ def litert_spec(
             questions) and "dev".
         name: the task's, for the report.
         saved_model_spec: () -> the reference's `SavedModelSpec`.
-        version_2: score with SQuAD v2.0's metric.
+        scores: (examples, answers) -> {"exact_match", "f1"} (the task's SQuAD metric).
         max_eval_examples: dev questions measured on (default: all).
     """
     import tempfile
@@ -543,10 +530,10 @@ def litert_spec(
             "max_windows": int(max_windows),
             "lower_case": settings.lower_case,
             "tex_quotes": settings.tex_quotes,
-            "null_threshold": null_threshold if version_2 else None,
+            "null_threshold": null_threshold if is_v2(model) else None,
             "eval_examples": len(dev),
             "reference": "the float32 SavedModel QA export, export_question_answerer",
-            "reference_scores": squad_scores(dev, reference["answer"], version_2),
+            "reference_scores": scores(dev, reference["answer"]),
         }
 
     def calibration(count, batch_size):
@@ -560,7 +547,7 @@ def litert_spec(
             "answer_agreement": float(np.mean(same)) if len(dev) else 1.0,
             "truncated": float(np.mean(outputs["truncated"])) if len(dev) else 0.0,
         }
-        entry.update(squad_scores(dev, outputs["answer"], version_2))
+        entry.update(scores(dev, outputs["answer"]))
         return entry
 
     def run(path, inputs, batch_size):

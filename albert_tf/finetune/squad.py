@@ -18,6 +18,7 @@ null_odds.json are written for the dev file as the original does.
 """
 
 import dataclasses
+import functools
 import os
 
 import numpy as np
@@ -42,6 +43,17 @@ def default_cache_dir():
     """~/.cache/albert_tf/squad (or $XDG_CACHE_HOME/albert_tf/squad)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(root, "albert_tf", "squad")
+
+
+def answer_scores(examples, answers, version_2):
+    """{"exact_match", "f1"} (%) of `answers` (one per example) against the gold answers, with
+    the official SQuAD v1.1 / v2.0 metric."""
+    predictions = {e.qas_id: str(a) for e, a in zip(examples, answers)}
+    if version_2:
+        scores = squad_v2_scores(examples, predictions)
+        return {"exact_match": float(scores["exact"]), "f1": float(scores["f1"])}
+    scores = squad_v1_scores(examples, predictions)
+    return {"exact_match": float(scores["exact_match"]), "f1": float(scores["f1"])}
 
 
 def _preprocessor(spm_model, settings):
@@ -224,13 +236,9 @@ class SquadTask(FinetuneTask):
         lengths = [len(e.answer_text.split()) for e in train if e.answer_text.split()]
         best, best_exact = None, 0.0
         for k in range(1, 11):
-            guesses = {e.qas_id: " ".join(e.context_text.split()[:k]) for e in dev}
-            if self.version_2:
-                scores = squad_v2_scores(dev, guesses)
-                scores["exact_match"] = scores["exact"]
-            else:
-                scores = squad_v1_scores(dev, guesses)
-            best_exact = max(best_exact, float(scores["exact_match"]))
+            guesses = [" ".join(e.context_text.split()[:k]) for e in dev]
+            scores = answer_scores(dev, guesses, self.version_2)
+            best_exact = max(best_exact, scores["exact_match"])
             if best is None or scores["f1"] > best[1]["f1"]:
                 best = (k, scores)
         k, scores = best
@@ -395,7 +403,7 @@ class SquadTask(FinetuneTask):
                 examples,
                 self.name,
                 saved_model,
-                self.version_2,
+                functools.partial(answer_scores, version_2=self.version_2),
                 **options,
                 **litert_options,
             )

@@ -57,6 +57,7 @@ from albert_tf.export.question_answering import (
     candidates,
     is_v2,
     model_outputs,
+    valid_spans,
 )
 
 _BIG = 2**31 - 1
@@ -309,13 +310,10 @@ def serving_function(
             return tf.reshape(tf.gather(flat[key], index, batch_dims=1), [batch, -1])
 
         begin, end = take("begin", starts), take("end", ends)
-        valid = (
-            take("is_context", starts)
-            & take("is_context", ends)
-            & tf.reshape((starts <= ends) & (ends - starts + 1 <= max_answer_length), [batch, -1])
-            & take("max_context", starts)
-            & (begin < end)
+        spans = valid_spans(
+            flat["is_context"], flat["max_context"], starts, ends, max_answer_length
         )
+        valid = tf.reshape(spans, [batch, -1]) & (begin < end)
         scores = tf.where(valid, tf.reshape(scores, [batch, -1]), -float("inf"))
         best = tf.reduce_max(scores, axis=1)
         index = tf.range(tf.shape(scores)[1])[tf.newaxis, :]

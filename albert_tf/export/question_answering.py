@@ -186,6 +186,23 @@ def candidates(model, outputs, settings, n_best_size):
     return tf.cast(starts, tf.int64), tf.cast(ends, tf.int64), scores, None
 
 
+def valid_spans(is_context, max_context, starts, ends, max_answer_length):
+    """bool [N, K]: the graph twin of `squad_predictions.valid_spans` for windows
+    (`is_context`, `max_context`: bool [N, S]) and candidates (`starts`, `ends`: [N, K]); the
+    SavedModel and LiteRT graphs add their own "not only whitespace" test."""
+
+    def take(values, index):
+        return tf.gather(values, index, batch_dims=1)
+
+    return (
+        take(is_context, starts)
+        & take(is_context, ends)
+        & (starts <= ends)
+        & (ends - starts + 1 <= max_answer_length)
+        & take(max_context, starts)
+    )
+
+
 def _at_pieces(values, piece):
     """values.flat_values at the pieces' flat indices (0 where piece is -1)."""
     flat = tf.concat([values.flat_values, [0]], axis=0)
@@ -236,12 +253,7 @@ def answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null
             counts, tf.stack([rows, tf.maximum(begin, 0)], -1)
         )
         valid = (
-            take(is_context, starts)
-            & take(is_context, ends)
-            & (starts <= ends)
-            & (ends - starts + 1 <= max_answer_length)
-            & take(inputs["max_context"], starts)
-            & solid
+            valid_spans(is_context, inputs["max_context"], starts, ends, max_answer_length) & solid
         )
         # The best candidate per question; ties to the first in (window, start, end) order.
         flat_valid = tf.reshape(valid, [-1])

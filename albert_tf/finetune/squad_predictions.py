@@ -240,20 +240,33 @@ def _top(scores, count):
     return np.argsort(-scores, kind="stable")[:count]
 
 
-def _valid_spans(features, row, starts, ends, max_answer_length):
-    """Which (start, end) pairs of window `row` may be answers: both context pieces, in order,
-    at most `max_answer_length` pieces, the start with its most context in this window."""
-    width = features.p_mask.shape[1]
+def valid_spans(is_context, max_context, starts, ends, max_answer_length):
+    """bool, the shape of `starts`: which (start, end) positions of one window may be answers:
+    both context pieces, in order, at most `max_answer_length` pieces, the start with its most
+    context in this window (`is_context`, `max_context`: bool [S]). The graphs' twin is
+    `export.question_answering.valid_spans`.
+
+    >>> context = np.array([False, True, True, True])
+    >>> valid_spans(context, context, np.array([1, 2, 0]), np.array([2, 1, 1]), 30).tolist()
+    [True, False, False]
+    """
+    width = len(is_context)
     inside = (starts >= 0) & (ends < width) & (starts <= ends)
     starts, ends = np.where(inside, starts, 0), np.where(inside, ends, 0)
-    is_context = (features.p_mask[row] == 0) & (features.piece_start_char[row] >= 0)
     return (
         inside
         & (ends - starts + 1 <= max_answer_length)
         & is_context[starts]
         & is_context[ends]
-        & features.token_is_max_context[row][starts].astype(bool)
+        & max_context[starts]
     )
+
+
+def _valid_spans(features, row, starts, ends, max_answer_length):
+    """`valid_spans` of window `row` of `features`."""
+    is_context = (features.p_mask[row] == 0) & (features.piece_start_char[row] >= 0)
+    max_context = features.token_is_max_context[row].astype(bool)
+    return valid_spans(is_context, max_context, starts, ends, max_answer_length)
 
 
 def _nbest(example, features, candidates, n_best_size, score_names):

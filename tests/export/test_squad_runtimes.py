@@ -1,7 +1,8 @@
-"""The SQuAD pieces that exist once per runtime agree on the same inputs: the Python features
-(`squad_features.window_spans`, `squad_features.max_context_windows`), the SavedModel's ragged graph
-(`question_answering.question_windows`) and LiteRT's dense graph (`litert_qa.question_windows`);
-and the constants the three share."""
+"""The SQuAD pieces that exist once per runtime agree on the same inputs: the windows and
+max-context flags of the Python features (`squad_features.window_spans`,
+`squad_features.max_context_windows`), the SavedModel's ragged graph
+(`question_answering.question_windows`) and LiteRT's dense graph
+(`litert_qa.question_windows`); the span rule; the dense row ids; the shared constants."""
 
 import numpy as np
 import tensorflow as tf
@@ -96,6 +97,28 @@ def test_windows_and_max_context_agree_across_runtimes():
     assert [len(w) for w in python] == [1, 9, 0, 4, 2]  # the cases cover 0, 1 and many windows
     assert _ragged_windows() == python
     assert _dense_windows() == python
+
+
+def test_the_span_rule_agrees_across_runtimes():
+    """`squad_predictions.valid_spans` (Python, one window) and `question_answering.valid_spans`
+    (the SavedModel and LiteRT graphs, a batch of windows) on the same candidates."""
+    rng = np.random.default_rng(0)
+    windows, positions, candidates = 6, 16, 40
+    is_context = rng.random([windows, positions]) < 0.6
+    max_context = is_context & (rng.random([windows, positions]) < 0.7)
+    starts = rng.integers(0, positions, [windows, candidates])
+    ends = rng.integers(0, positions, [windows, candidates])
+    graph = question_answering.valid_spans(
+        tf.constant(is_context), tf.constant(max_context), starts, ends, max_answer_length=5
+    ).numpy()
+    python = np.stack(
+        [
+            squad_predictions.valid_spans(is_context[w], max_context[w], starts[w], ends[w], 5)
+            for w in range(windows)
+        ]
+    )
+    np.testing.assert_array_equal(graph, python)
+    assert 0 < python.sum() < python.size  # both outcomes are exercised
 
 
 def test_row_ids_agree_with_ragged_value_rowids():

@@ -39,9 +39,11 @@ int8 weights, float activations); "int8" (integer weights and activations calibr
 representative data set of raw texts; ops without an int8 kernel, such as the tokenizer and
 the softmaxes of the while loop, stay float).
 
-`export_finetuned` measures each variant against the reference and marks it "passes" when it
-agrees on at least `MIN_AGREEMENT` of the dev texts (top-1; SQuAD: the answer), else logs a
-WARNING and records it in the report. `DEFAULT_VARIANTS` are the ones that pass on the models
+`build` writes the variants of any task's `serving_spec.LiteRTSpec` (`text_spec` here for
+classifiers and token classifiers, `litert_qa.litert_spec` for SQuAD; `export_finetuned` takes
+it from `task.serving_spec`), measures each against the spec's reference and marks it "passes"
+when it agrees on at least `MIN_AGREEMENT` of the dev texts (top-1; SQuAD: the answer), else
+logs a WARNING and records it in the report. `DEFAULT_VARIANTS` are the ones that pass on the models
 measured (docs/litert.md): full-integer "int8" is not among them (the demo classifier: 73.5%
 top-1 agreement, accuracy 72.3% -> 66.9%; "int8_dynamic" 99.6%), but stays selectable.
 

@@ -35,11 +35,11 @@ The export loads with only `tensorflow` and `tensorflow_text` imported.
 ([[0, 3, 4, 5]], [[2, 4, 5, 6]])
 """
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.export import saved_model
+from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text.graph_windows import INPUT_KEYS, owner_logits, word_windows
 from albert_tf.text.graph_words import WordTokenizer, split_words
 from albert_tf.text.word_windows import window_sizes
@@ -234,6 +234,14 @@ def export_token_classifier(
     >>> out = tf.saved_model.load(path).signatures["serving_default"](
     ...     text=tf.constant(["Ann lives in Köln."]))                            # doctest: +SKIP
     """
+    spec = token_classifier_spec(model, tokenizer, seq_length, stride, labels, lower_case)
+    return saved_model.build(spec, export_dir, version, write_warmup)
+
+
+def token_classifier_spec(
+    model, tokenizer, seq_length=None, stride=None, labels=None, lower_case=True
+):
+    """The `SavedModelSpec` of `export_token_classifier` (arguments as there)."""
     labels = list(labels if labels is not None else (model.labels or []))
     if len(labels) != model.num_classes:
         raise ValueError(
@@ -256,13 +264,10 @@ def export_token_classifier(
         if isinstance(tokenizer, WordTokenizer)
         else WordTokenizer(tokenizer, lower_case=lower_case)
     )
-    archive = keras.export.ExportArchive()
-    archive.track(served)
-    archive.track(words.text_tokenizer)
-    archive.add_endpoint(
-        "serving_default", entity_body(served, words, labels, seq_length, stride), [_TEXT]
-    )
-    archive.add_endpoint("predict_ids", _ids_body(served, labels), [_IDS, _IDS, _IDS])
+    endpoints = {
+        "serving_default": (entity_body(served, words, labels, seq_length, stride), [_TEXT]),
+        "predict_ids": (_ids_body(served, labels), [_IDS, _IDS, _IDS]),
+    }
     description = {
         "kind": "token_classifier",
         "signatures": ["serving_default", "predict_ids"],
@@ -273,4 +278,6 @@ def export_token_classifier(
         "words": "whitespace and single punctuation characters",
         "entity_score": "mean over the entity's words of the top tag probability",
     }
-    return saved_model._write(archive, export_dir, version, False, description, write_warmup)
+    return SavedModelSpec(
+        (served, words.text_tokenizer), endpoints, description, saved_model.warmup_batches(False)
+    )

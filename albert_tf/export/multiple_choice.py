@@ -20,13 +20,13 @@ describes the export and warmup requests are written when tensorflow-serving-api
 ...       options=tf.constant([["cat", "dog", "car", "hat"]]))["answer"]  # doctest: +SKIP
 """
 
-import keras
 import tensorflow as tf
 import tensorflow_text as tft
 
 from albert_tf.data.race import NUM_CHOICES, check_lengths
 from albert_tf.export import saved_model
 from albert_tf.export.saved_model import float32_copy
+from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text import graph_ops
 from albert_tf.text.layers import TextTokenizer
 
@@ -215,6 +215,12 @@ def export_multiple_choice(
         version: integer version (default: one more than the highest existing).
         write_warmup: True, False, or "auto" (write when tensorflow-serving-api is installed).
     """
+    spec = multiple_choice_spec(model, preprocessor, max_qa_length, seq_length)
+    return saved_model.build(spec, export_dir, version, write_warmup)
+
+
+def multiple_choice_spec(model, preprocessor, max_qa_length=128, seq_length=None):
+    """The `SavedModelSpec` of `export_multiple_choice` (arguments as there)."""
     if getattr(model, "num_choices", None) != NUM_CHOICES:
         raise ValueError(
             f"export_multiple_choice needs an AlbertMultipleChoice with "
@@ -253,11 +259,10 @@ def export_multiple_choice(
             }
         )
 
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(tokenizer)
-    archive.add_endpoint("serving_default", serve, [_TEXT, _TEXT, _OPTIONS])
-    archive.add_endpoint("predict_ids", predict_ids, [_IDS, _IDS, _IDS])
+    endpoints = {
+        "serving_default": (serve, [_TEXT, _TEXT, _OPTIONS]),
+        "predict_ids": (predict_ids, [_IDS, _IDS, _IDS]),
+    }
     description = {
         "kind": "multiple_choice",
         "signatures": ["serving_default", "predict_ids"],
@@ -267,6 +272,4 @@ def export_multiple_choice(
         "lower_case": preprocessor.lower_case,
         "bucket": BUCKET,
     }
-    return saved_model.write_export(
-        archive, export_dir, version, description, write_warmup, WARMUP_BATCHES
-    )
+    return SavedModelSpec((model, tokenizer), endpoints, description, WARMUP_BATCHES)

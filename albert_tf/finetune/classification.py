@@ -294,6 +294,33 @@ class SentenceClassificationTask(FinetuneTask):
             )
         logging.info("Wrote %d %s predictions to %s", len(submit), split, output_dir)
 
+    def serving_spec(self, model, seq_length=None):
+        """The model's `ServingSpec`: its SavedModel (`saved_model.classifier_spec`; options
+        compute_dtype, agreement_texts) and LiteRT (`litert.text_spec`) exports."""
+        import functools
+
+        from albert_tf.export import litert, saved_model
+        from albert_tf.export.serving_spec import ServingSpec
+
+        preprocessor = self.preprocessor
+        served = preprocessor
+        if seq_length:
+            served = preprocessor.with_padding(preprocessor.dynamic_padding, seq_length)
+
+        def texts(split, limit):
+            if split not in self.loaded_splits:
+                self.load(["train", "dev"])
+            features = self.features(split)
+            return litert.text_columns(features.inputs, features.labels, limit)
+
+        pair = self.spec.is_pair
+        # Serving pads each request batch to its longest text whatever training did.
+        saved = functools.partial(saved_model.classifier_spec, model, served, pair, True)
+        lite = functools.partial(
+            litert.text_spec, model, preprocessor, texts, self.kind, self.name, pair, seq_length
+        )
+        return ServingSpec(self.kind, saved, lite)
+
     def export(
         self,
         model,
@@ -305,23 +332,12 @@ class SentenceClassificationTask(FinetuneTask):
         agreement_texts=None,
     ):
         """`export_classifier` (compute_dtype and agreement_texts are passed on)."""
-        from albert_tf.export.saved_model import export_classifier
+        from albert_tf.export import saved_model
 
-        preprocessor = self.preprocessor
-        if seq_length:
-            preprocessor = preprocessor.with_padding(preprocessor.dynamic_padding, seq_length)
-        # Serving pads each request batch to its longest text whatever training did.
-        return export_classifier(
-            model,
-            preprocessor,
-            export_dir,
-            pair=self.spec.is_pair,
-            version=version,
-            dynamic_padding=True,
-            write_warmup=write_warmup,
-            compute_dtype=compute_dtype,
-            agreement_texts=agreement_texts,
+        spec = self.serving_spec(model, seq_length).saved_model(
+            compute_dtype=compute_dtype, agreement_texts=agreement_texts
         )
+        return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):
         return {

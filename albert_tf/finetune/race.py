@@ -229,8 +229,13 @@ class RaceTask(FinetuneTask):
         files.write_json(path, {"split": split, "metrics": metrics, "predictions": rows})
         logging.info("Wrote %d %s predictions to %s", len(rows), split, path)
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
-        from albert_tf.export.multiple_choice import export_multiple_choice
+    def serving_spec(self, model, seq_length=None):
+        """The model's `ServingSpec`: its SavedModel (`multiple_choice.multiple_choice_spec`);
+        RACE has no LiteRT export."""
+        import functools
+
+        from albert_tf.export.multiple_choice import multiple_choice_spec
+        from albert_tf.export.serving_spec import ServingSpec
 
         seq_length = seq_length or self.preprocessor.seq_length
         try:
@@ -241,12 +246,14 @@ class RaceTask(FinetuneTask):
                 f"training's max_qa_length={self.data.max_qa_length} "
                 "(+3 special pieces)"
             ) from None
-        return export_multiple_choice(
-            model,
-            self.preprocessor,
-            export_dir,
-            max_qa_length=self.data.max_qa_length,
-            seq_length=seq_length,
-            version=version,
-            write_warmup=write_warmup,
+        saved = functools.partial(
+            multiple_choice_spec, model, self.preprocessor, self.data.max_qa_length, seq_length
         )
+        return ServingSpec(self.kind, saved)
+
+    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+        """`export_multiple_choice`."""
+        from albert_tf.export import saved_model
+
+        spec = self.serving_spec(model, seq_length).saved_model()
+        return saved_model.build(spec, export_dir, version, write_warmup)

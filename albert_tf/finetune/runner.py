@@ -724,7 +724,7 @@ class _Finetuner:
         files.save_atomic(os.path.join(p.output_dir, MODEL_FILE), self.model.save, suffix=".keras")
         info_path = os.path.join(p.output_dir, INFO_FILE)
         info = {
-            "task": self.describe_task(),
+            "task": None,  # described once the task has adopted the chosen model's dev metrics
             "step": step,
             "best": state.best,
             "params": dataclasses.asdict(p),
@@ -743,10 +743,11 @@ class _Finetuner:
             predictions = self.best_dev_predictions
             if predictions is None:  # its evaluation ran before a restart
                 predictions = self.predict("dev", self.dev_features, self.dev)
-            # Scored again (no model pass) so that what a task derives from scoring, such as
-            # SQuAD v2's null-score threshold, is the chosen model's when it writes and exports.
-            self.task.evaluate(predictions, "dev")
+            # What a task derives from the chosen model's dev scores (SQuAD v2: the null-score
+            # threshold) is what it writes and exports with.
+            self.task.adopt_dev_metrics(self.task.evaluate(predictions, "dev"))
             self.task.write_predictions(predictions, "dev", p.output_dir)
+        info["task"] = self.describe_task()
         if "test" in self.task.loaded_splits:
             self.score_test(step)
         results["test"] = self.test_metrics

@@ -259,19 +259,46 @@ class TokenClassificationTask(FinetuneTask):
         write_tsv(os.path.join(output_dir, f"{split}_results.tsv"), header, rows)
         logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split, path)
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
-        from albert_tf.export.entities import export_token_classifier
+    def serving_spec(self, model, seq_length=None):
+        """The model's `ServingSpec`: its SavedModel (`entities.token_classifier_spec`) and
+        LiteRT (`litert.text_spec`) exports."""
+        import functools
 
-        return export_token_classifier(
+        from albert_tf.export import entities, litert
+        from albert_tf.export.serving_spec import ServingSpec
+
+        def texts(split, limit):
+            if split not in self.loaded_splits:
+                self.load(["train", "dev"])
+            words = self.sentences[split].words
+            return litert.sentence_columns(words, self.tag_ids.get(split), limit)
+
+        saved = functools.partial(
+            entities.token_classifier_spec,
             model,
             self.preprocessor,
-            export_dir,
-            seq_length=seq_length or self.preprocessor.seq_length,
-            stride=self.data.stride if not seq_length else None,
-            version=version,
-            labels=self.labels,
-            write_warmup=write_warmup,
+            seq_length or self.preprocessor.seq_length,
+            self.data.stride if not seq_length else None,
+            self.labels,
         )
+        lite = functools.partial(
+            litert.text_spec,
+            model,
+            self.preprocessor,
+            texts,
+            self.kind,
+            self.name,
+            False,
+            seq_length,
+        )
+        return ServingSpec(self.kind, saved, lite)
+
+    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+        """`export_token_classifier`."""
+        from albert_tf.export import saved_model
+
+        spec = self.serving_spec(model, seq_length).saved_model()
+        return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):
         return {**super().describe(), "labels": list(self.labels)}

@@ -216,6 +216,11 @@ class FinetuneTask(abc.ABC):
         """{metric name: float} of the predictions against the split's labels; must contain
         `main_metric`."""
 
+    def adopt_dev_metrics(self, metrics):
+        """Keeps what the task derives from the chosen model's dev `evaluate` metrics for
+        writing predictions and exporting (default: nothing; SQuAD v2: its null-score
+        threshold). `evaluate` itself changes nothing."""
+
     def headline_metrics(self, metrics):
         """The part of `evaluate`'s metrics worth a log line (all are in eval_results.json and
         TensorBoard)."""

@@ -72,7 +72,7 @@ class _SquadModel(AlbertHeadModel):
     "answer_text": texts} (or "answer_end" instead of "answer_text"; -1 / "" for a question
     without an answer), or a list of SQuAD answers {"text", "answer_start"}; the windows and
     their start / end positions are built as the SQuAD task builds them
-    (`albert_tf.data.squad.build_features`). Options (keyword arguments of fit / evaluate /
+    (`albert_tf.data.squad_features.build_features`). Options (keyword arguments of fit / evaluate /
     predict): doc_stride (default min(128, seq_length // 3)), max_query_length (default
     min(64, seq_length // 2)), and for predict n_best_size (20), max_answer_length (30) and
     null_threshold (v2, 0.0), as `export_question_answerer`'s.
@@ -154,7 +154,7 @@ class _SquadModel(AlbertHeadModel):
     # ------------------------------------------------------------------ raw text
     def feature_settings(self, options):
         """The `FeatureSettings` of the raw-text path: the preprocessor's length and casing."""
-        from albert_tf.data.squad import FeatureSettings
+        from albert_tf.data.squad_features import FeatureSettings
 
         pre = self.preprocessor
         seq_length = pre.seq_length
@@ -171,7 +171,8 @@ class _SquadModel(AlbertHeadModel):
         """(ids (+ p_mask for v2), {start_positions, end_positions (, is_impossible)})
         batches of the windows of raw (question, context) pairs with the answers `y`, built
         in Python as the SQuAD task builds them (so not from a tf.data.Dataset)."""
-        from albert_tf.data.squad import SquadExample, build_features
+        from albert_tf.data.squad_examples import SquadExample
+        from albert_tf.data.squad_features import build_features
         from albert_tf.text.tokenizer import SentencePieceTokenizer
 
         if isinstance(x, tf.data.Dataset):

@@ -7,12 +7,13 @@ first character; a TeX quote pair -> both characters; an NFKD expansion -> the o
 the normalised text), applies the digit-comma rule, and maps every piece back to raw
 characters: from its first to its last non-space character, end exclusive.
 
-For ordinary text these spans equal the Python path's LCS alignment (`squad.align_pieces`).
-They can differ where a raw character normalises to several characters or to none
-(ligatures such as "ﬁ", "½", standalone combining marks), for Hangul (NFKD jamo that
-SentencePiece recomposes) and for characters that NFKD turns into spaces (U+00A8): there the
-LCS leaves characters unmatched and guesses their neighbours, while these spans follow the
-characters' true sources. Offsets assume valid UTF-8 (invalid bytes count as U+FFFD).
+For ordinary text these spans equal the Python path's LCS alignment
+(`squad_alignment.align_pieces`). They can differ where a raw character normalises to several
+characters or to none (ligatures such as "ﬁ", "½", standalone combining marks), for Hangul
+(NFKD jamo that SentencePiece recomposes) and for characters that NFKD turns into spaces
+(U+00A8): there the LCS leaves characters unmatched and guesses their neighbours, while these
+spans follow the characters' true sources. Offsets assume valid UTF-8 (invalid bytes count as
+U+FFFD).
 
 >>> out = normalize_with_sources(tf.constant(["  Caf\u00e9 ``ok''"]), tex_quotes=True)
 >>> out["text"].numpy()[0].decode(), out["source_start"].to_list()[0]
@@ -26,13 +27,8 @@ from albert_tf.text.tokenizer import WORD_START
 
 _SPACE = 0x20
 # Python's `str.isspace` code points (the last one is U+3000).
-_WHITESPACE = unicode_tables.to_ranges([c for c in range(0x3001) if chr(c).isspace()])
+WHITESPACE = unicode_tables.to_ranges([c for c in range(0x3001) if chr(c).isspace()])
 _QUOTES = (0x60, 0x27)  # `` and '' become one '"'
-
-
-def is_whitespace(codepoints):
-    """Whether each codepoint (an int tensor) is whitespace by Python's `str.isspace`."""
-    return graph_ops.in_ranges(tf.constant(_WHITESPACE), codepoints)
 
 
 def _flat_positions(ragged):
@@ -46,6 +42,11 @@ def _keep(ragged, keep, *values):
     """`ragged` and parallel flat `values` restricted to the flat positions where `keep`."""
     kept = tf.ragged.boolean_mask(ragged, ragged.with_flat_values(keep))
     return (kept,) + tuple(tf.boolean_mask(v, keep) for v in values)
+
+
+def is_whitespace(codepoints):
+    """bool, the shape of int32 `codepoints`: Python's `str.isspace` of each."""
+    return graph_ops.in_ranges(tf.constant(WHITESPACE), codepoints)
 
 
 def _collapse_whitespace(cp):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.data.squad import FeatureSettings
+from albert_tf.data.squad_features import FeatureSettings
 from albert_tf.export import litert, litert_qa
 from albert_tf.export.question_answering import export_question_answerer, question_windows
 
@@ -81,7 +81,7 @@ def exported(spm_model_file, tmp_path_factory):
     result = {}
     for kind in ("v1", "v2"):
         model = _model(kind, vocab_size)
-        pre = litert_qa._preprocessor(spm_model_file, SETTINGS)
+        pre = litert_qa.squad_preprocessor(spm_model_file, SETTINGS)
         fn = litert_qa.serving_function(
             model, pre, SETTINGS, MAX_WINDOWS, max_answer_length=MAX_ANSWER, details=True
         )
@@ -252,7 +252,7 @@ def test_script_exports_and_reports_a_squad_model(exported, squad_task, tmp_path
 
 def test_argument_errors(exported, spm_model_file):
     model = exported["v1"][0]
-    pre = litert_qa._preprocessor(spm_model_file, SETTINGS)
+    pre = litert_qa.squad_preprocessor(spm_model_file, SETTINGS)
     with pytest.raises(ValueError, match="max_position_embeddings=512"):
         litert_qa.serving_function(model, pre, FeatureSettings(max_seq_length=1024))
     with pytest.raises(ValueError, match="max_windows must be >= 1, got 0"):

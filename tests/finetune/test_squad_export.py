@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.data.squad import FeatureSettings, SquadExample, align_pieces, build_features
+from albert_tf.data.squad_alignment import align_pieces
+from albert_tf.data.squad_examples import SquadExample
+from albert_tf.data.squad_features import FeatureSettings, build_features
 from albert_tf.export.question_answering import NO_SPAN_SCORE, export_question_answerer
 from albert_tf.finetune.squad_predictions import (
     apply_null_threshold,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from albert_tf.data.squad import SquadExample
+from albert_tf.data.squad_examples import SquadExample
 from albert_tf.metrics import squad_metrics as m
 
 

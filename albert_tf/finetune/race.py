@@ -230,11 +230,11 @@ class RaceTask(FinetuneTask):
         logging.info("Wrote %d %s predictions to %s", len(rows), split, path)
 
     def serving_spec(self, model, seq_length=None):
-        """The model's `ServingSpec`: its SavedModel (`multiple_choice.multiple_choice_spec`);
-        RACE has no LiteRT export."""
+        """The model's `ServingSpec`: its SavedModel
+        (`multiple_choice_serving.multiple_choice_spec`); RACE has no LiteRT export."""
         import functools
 
-        from albert_tf.export.multiple_choice import multiple_choice_spec
+        from albert_tf.export.multiple_choice_serving import multiple_choice_spec
         from albert_tf.export.serving_spec import ServingSpec
 
         seq_length = seq_length or self.preprocessor.seq_length

@@ -372,8 +372,8 @@ class SquadTask(FinetuneTask):
         (`litert_qa`) exports; LiteRT measures on the loaded examples, else on those read
         from the task's files (no features are built)."""
         from albert_tf.export import litert_qa
-        from albert_tf.export.question_answering import question_answerer_spec
         from albert_tf.export.serving_spec import ServingSpec
+        from albert_tf.export.squad_serving import question_answerer_spec
 
         settings = self.settings
         if seq_length:

@@ -260,11 +260,12 @@ class TokenClassificationTask(FinetuneTask):
         logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split, path)
 
     def serving_spec(self, model, seq_length=None):
-        """The model's `ServingSpec`: its SavedModel (`entities.token_classifier_spec`) and
-        LiteRT (`litert.text_spec`) exports."""
+        """The model's `ServingSpec`: its SavedModel
+        (`token_classifier_serving.token_classifier_spec`) and LiteRT (`litert.text_spec`)
+        exports."""
         import functools
 
-        from albert_tf.export import entities, litert
+        from albert_tf.export import litert, token_classifier_serving
         from albert_tf.export.serving_spec import ServingSpec
 
         def texts(split, limit):
@@ -274,7 +275,7 @@ class TokenClassificationTask(FinetuneTask):
             return litert.sentence_columns(words, self.tag_ids.get(split), limit)
 
         saved = functools.partial(
-            entities.token_classifier_spec,
+            token_classifier_serving.token_classifier_spec,
             model,
             self.preprocessor,
             seq_length or self.preprocessor.seq_length,

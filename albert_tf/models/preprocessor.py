@@ -20,7 +20,7 @@ import base64
 import keras
 import tensorflow as tf
 
-from albert_tf.text.layers import TRUNCATIONS, SegmentPacker, TextTokenizer
+from albert_tf.text.preprocessing_layers import TRUNCATIONS, SegmentPacker, TextTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 _EXPECTED = (

@@ -66,7 +66,7 @@ class _SquadModel(AlbertHeadModel):
     Raw text (with a preprocessor): (question, context) pairs as a list of rows, an array
     [N, 2] or a dict {"question", "context"} (`predict` also takes a batched tf.data.Dataset
     of these). `predict` returns the export's serving_default outputs
-    (`albert_tf.export.question_answering.answer_body`): "answer" [N], "score", "start", "end"
+    (`albert_tf.export.squad_serving.answer_body`): "answer" [N], "score", "start", "end"
     (character offsets, end exclusive, -1 without an answer) and, for v2,
     "has_answer_probability". `fit` / `evaluate` labels: {"answer_start": character offsets,
     "answer_text": texts} (or "answer_end" instead of "answer_text"; -1 / "" for a question
@@ -205,7 +205,7 @@ class _SquadModel(AlbertHeadModel):
         return text_inputs.batched(parts, batch_size, shuffle).prefetch(tf.data.AUTOTUNE)
 
     def text_predict_function(self, options):
-        from albert_tf.export.question_answering import answer_body
+        from albert_tf.export.squad_serving import answer_body
 
         body = answer_body(
             self,

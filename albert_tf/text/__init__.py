@@ -27,5 +27,9 @@ __all__ = [
 # The Keras layers pull in TensorFlow and tensorflow-text; the Python path (used by
 # create_pretraining_data's worker processes) must stay light, so they load on first use.
 __getattr__, __dir__ = lazy_attributes(
-    __name__, {"TextTokenizer": "albert_tf.text.layers", "SegmentPacker": "albert_tf.text.layers"}
+    __name__,
+    {
+        "TextTokenizer": "albert_tf.text.preprocessing_layers",
+        "SegmentPacker": "albert_tf.text.preprocessing_layers",
+    },
 )

@@ -1,6 +1,6 @@
 """SentencePiece tokenization with ALBERT's rules, in Python (the data pipeline's tokenizer).
 
-The in-graph twin is `albert_tf.text.layers.TextTokenizer`; both give the same ids.
+The in-graph twin is `albert_tf.text.preprocessing_layers.TextTokenizer`; both give the same ids.
 """
 
 import os

@@ -171,8 +171,8 @@ def test_underscore_rule_and_truncation_keep_the_last_qa_pieces(tokenizer):
 
 
 def test_graph_packing_equals_python(tokenizer, spm_model_file, race_dir):
-    from albert_tf.export.multiple_choice import pack_choices
-    from albert_tf.text.layers import TextTokenizer
+    from albert_tf.export.multiple_choice_serving import pack_choices
+    from albert_tf.text.preprocessing_layers import TextTokenizer
 
     dev = race.read_race(str(race_dir), "dev")
     articles = [dev.articles[i] for i in dev.article_index] + [LONG_ARTICLE, "Ça   va ?"]

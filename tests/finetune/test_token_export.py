@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.export.entities import export_token_classifier, iob2_chunks
+from albert_tf.export.token_classifier_serving import export_token_classifier, iob2_chunks
 from albert_tf.text.graph_words import split_words
 from albert_tf.text.word_windows import WordWindows, word_logits
 

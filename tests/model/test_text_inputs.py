@@ -111,7 +111,7 @@ def test_classifier_fits_and_predicts_text_like_its_saved_model(pretrained, tmp_
 
 
 def test_token_classifier_tags_words_like_the_task_and_the_export(pretrained, tmp_path):
-    from albert_tf.export.entities import export_token_classifier
+    from albert_tf.export.token_classifier_serving import export_token_classifier
     from albert_tf.text.word_windows import WordWindows, window_labels
 
     model = AlbertTokenClassifier.from_pretrained(pretrained, labels=TAGS, seq_length=12)

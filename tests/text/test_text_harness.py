@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from harness import run_layer_test
 
-from albert_tf.text.layers import SegmentPacker, TextTokenizer
+from albert_tf.text.preprocessing_layers import SegmentPacker, TextTokenizer
 
 TEXTS = np.array(["Hello, World 9,000!", "", "Café crème, naïve façade."])
 

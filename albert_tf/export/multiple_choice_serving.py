@@ -28,7 +28,7 @@ from albert_tf.export import saved_model
 from albert_tf.export.saved_model import float32_copy
 from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text import graph_ops
-from albert_tf.text.layers import TextTokenizer
+from albert_tf.text.preprocessing_layers import TextTokenizer
 
 _TEXT = tf.TensorSpec([None], tf.string)
 _OPTIONS = tf.TensorSpec([None, NUM_CHOICES], tf.string)

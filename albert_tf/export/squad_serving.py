@@ -41,7 +41,7 @@ from albert_tf.data.squad_features import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, Fea
 from albert_tf.export import saved_model
 from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text import graph_offsets
-from albert_tf.text.layers import TextTokenizer
+from albert_tf.text.preprocessing_layers import TextTokenizer
 
 _TEXT = tf.TensorSpec([None], tf.string)
 #: The score of "" when no span is valid: the Python placeholder's start + end logit.

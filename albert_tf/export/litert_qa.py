@@ -363,14 +363,15 @@ def serving_function(
     return tf.function(serve, input_signature=_TEXTS, autograph=False)
 
 
-def squad_preprocessor(spm_model_or_preprocessor, settings):
-    """An `AlbertPreprocessor` with `settings`' casing and length (or the one given)."""
+def squad_preprocessor(spm_model, settings):
+    """An `AlbertPreprocessor` of `spm_model` (path or bytes) with `settings`' casing and
+    length; `spm_model` itself when it is already an `AlbertPreprocessor`."""
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    if isinstance(spm_model_or_preprocessor, AlbertPreprocessor):
-        return spm_model_or_preprocessor
+    if isinstance(spm_model, AlbertPreprocessor):
+        return spm_model
     return AlbertPreprocessor(
-        spm_model_or_preprocessor,
+        spm_model,
         lower_case=settings.lower_case,
         seq_length=settings.max_seq_length,
         tex_quotes=settings.tex_quotes,

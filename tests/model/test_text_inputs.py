@@ -48,7 +48,7 @@ def pretrained(tmp_path_factory, spm_model_file):
         max_position_embeddings=64,
     )
     directory = str(tmp_path_factory.mktemp("text_inputs") / "pretrained")
-    model_dir.save(AlbertModel(config), directory, spm_model_file=spm_model_file)
+    model_dir.save(AlbertModel(config), directory, spm_model=spm_model_file)
     return directory
 
 

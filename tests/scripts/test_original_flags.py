@@ -225,7 +225,7 @@ def original_checkpoint(tmp_path_factory, spm_model_file):
     )
     pretrainer = AlbertPretrainer(AlbertModel(config))
     to_original(pretrainer, str(root / "tf1"))
-    model_dir.save(pretrainer, str(root / "ours"), spm_model_file=spm_model_file)
+    model_dir.save(pretrainer, str(root / "ours"), spm_model=spm_model_file)
     return root
 
 

@@ -863,7 +863,7 @@ def run_finetuning(params, task, strategy=None):
     task.configure_text(
         spm_model,
         lower_case=params.do_lower_case,
-        seq_length=params.max_seq_length,
+        max_seq_length=params.max_seq_length,
         static_shapes=strategy_lib.is_tpu(strategy),
         **text_settings(params),
     )

@@ -124,13 +124,13 @@ class AlbertMultipleChoice(AlbertHeadModel):
         attention_probs_dropout_prob=None,
         dtype=None,
         preprocessor="auto",
-        seq_length=None,
+        max_seq_length=None,
         **kwargs,
     ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`), with
         optional backbone dropout overrides (Table 14's "ALBERT DR": 0.1 for RACE) and the
         directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
-        seq_length 512)."""
+        max_seq_length 512)."""
         kwargs.pop("num_classes", None)
         kwargs.pop("labels", None)
         backbone = load_backbone(
@@ -138,7 +138,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
         )
         logging.info("%s on %s (%d choices)", cls.__name__, directory, num_choices)
         kwargs["preprocessor"] = cls.pretrained_preprocessor(
-            directory, preprocessor, seq_length, backbone.config
+            directory, preprocessor, max_seq_length, backbone.config
         )
         return cls(backbone, num_choices=num_choices, dropout=dropout, **kwargs)
 

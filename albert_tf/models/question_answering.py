@@ -136,18 +136,18 @@ class _SquadModel(AlbertHeadModel):
         attention_probs_dropout_prob=None,
         dtype=None,
         preprocessor="auto",
-        seq_length=None,
+        max_seq_length=None,
         **kwargs,
     ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`)
         with the directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
-        seq_length 384); `kwargs` go to the constructor."""
+        max_seq_length 384); `kwargs` go to the constructor."""
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )
         logging.info("%s on %s", cls.__name__, directory)
         kwargs["preprocessor"] = cls.pretrained_preprocessor(
-            directory, preprocessor, seq_length, backbone.config
+            directory, preprocessor, max_seq_length, backbone.config
         )
         return cls(backbone, **kwargs)
 

@@ -202,7 +202,7 @@ def squad_task(spm_model_file, tmp_path_factory):
             max_answer_length=MAX_ANSWER,
         )
     )
-    task.configure_text(spm_model_file, seq_length=SETTINGS.max_seq_length)
+    task.configure_text(spm_model_file, max_seq_length=SETTINGS.max_seq_length)
     return task
 
 

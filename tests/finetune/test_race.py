@@ -458,11 +458,11 @@ def test_bad_input_is_one_line(race_dir, spm_model_file, tmp_path):
         r"--max_seq_length - 3 = 45\]",
     ):
         RaceTask(RaceData(str(race_dir), max_qa_length=46)).configure_text(
-            spm_model_file, seq_length=48
+            spm_model_file, max_seq_length=48
         )
     with pytest.raises(InvalidFlagError, match="--high_only and --middle_only"):
         RaceTask(RaceData(str(race_dir), high_only=True, middle_only=True)).configure_text(
-            spm_model_file, seq_length=48
+            spm_model_file, max_seq_length=48
         )
 
 

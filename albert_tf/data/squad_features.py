@@ -5,7 +5,7 @@ characters (`squad_alignment`); sliding windows of ``max_seq_length - len(questi
 context pieces, `doc_stride` apart (`window_spans`), each packed as
 ``[CLS] question [SEP] context [SEP]``, each piece marked in the window where it has its most
 context (`max_context_windows`). Every context piece keeps its character span in the original
-context. The SavedModel's ragged graph (`export.question_answering.question_windows`) and
+context. The SavedModel's ragged graph (`export.squad_serving.question_windows`) and
 LiteRT's dense graph (`export.litert_qa.question_windows`) are the in-graph twins of these
 windows (tests/export/test_squad_runtimes.py holds the three equal).
 

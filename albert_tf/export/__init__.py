@@ -4,9 +4,10 @@ imported on use).
 - `serving_spec`: what a task's `serving_spec` returns and the builders consume.
 - `saved_model`: `build` (any `SavedModelSpec`), `export_classifier`, `export_backbone` (and the
   shared float32 copy, versioned writing, description).
-- `entities`: `export_token_classifier` (raw text -> entities with character offsets).
-- `question_answering`: `export_question_answerer` (question + context -> answer span).
-- `multiple_choice`: `export_multiple_choice` (article, question, options -> answer).
+- `token_classifier_serving`: `export_token_classifier` (raw text -> entities with character
+  offsets).
+- `squad_serving`: `export_question_answerer` (question + context -> answer span).
+- `multiple_choice_serving`: `export_multiple_choice` (article, question, options -> answer).
 - `litert`: `build` (any `LiteRTSpec`), text classifiers' LiteRT graphs; `litert_qa`: SQuAD's;
   `litert_text`, `dense`: their tokenizer and dense-graph pieces; `litert_quiet`: quiet
   conversion.

@@ -91,11 +91,12 @@ class LiteTextInputs:
 
     Args:
         preprocessor: the task's `AlbertPreprocessor` (vocabulary, casing, truncation, ids).
-        seq_length: packed length (default: the preprocessor's).
+        max_seq_length: packed length (default: the preprocessor's), the `seq_length`
+            attribute.
     """
 
-    def __init__(self, preprocessor, seq_length=None):
-        self.seq_length = int(seq_length or preprocessor.seq_length)
+    def __init__(self, preprocessor, max_seq_length=None):
+        self.seq_length = int(max_seq_length or preprocessor.seq_length)
         if self.seq_length < 3:
             raise ValueError(f"seq_length must be >= 3, got {self.seq_length}")
         self.lower_case = preprocessor.lower_case
@@ -264,12 +265,12 @@ def _token_classifier_fn(model, inputs):
     return tf.function(outputs, input_signature=[_TEXT], autograph=False)
 
 
-def serving_function(model, preprocessor, seq_length=None, pair=False):
+def serving_function(model, preprocessor, max_seq_length=None, pair=False):
     """The `tf.function` (raw text in) that `export_litert` converts, for a float32 copy of
     `model` (an `AlbertClassifier` or `AlbertTokenClassifier`). Runs in TensorFlow too."""
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
-    inputs = LiteTextInputs(preprocessor, seq_length)
+    inputs = LiteTextInputs(preprocessor, max_seq_length)
     model = float32_copy(model)
     if isinstance(model, AlbertTokenClassifier):
         if pair:
@@ -365,7 +366,7 @@ def export_litert(
     preprocessor,
     path,
     variant="float32",
-    seq_length=None,
+    max_seq_length=None,
     pair=False,
     representative_texts=None,
 ):
@@ -377,13 +378,13 @@ def export_litert(
         preprocessor: the task's `AlbertPreprocessor`.
         path: output file (local or gs://).
         variant: one of `VARIANTS`.
-        seq_length: fixed packed length (default: the preprocessor's).
+        max_seq_length: fixed packed length (default: the preprocessor's).
         pair: the classifier's signature takes `text` and `text_pair`.
         representative_texts: calibration batches for "int8" (see `convert`).
     """
     from albert_tf import files
 
-    fn = serving_function(model, preprocessor, seq_length, pair)
+    fn = serving_function(model, preprocessor, max_seq_length, pair)
     data = convert(fn, variant, representative_texts)
     files.write_atomic(path, data)
     return len(data)
@@ -463,13 +464,13 @@ def _rows(result):
     }
 
 
-def reference_outputs(fn_or_model, preprocessor, columns, seq_length=None, batch_size=64):
+def reference_outputs(fn_or_model, preprocessor, columns, max_seq_length=None, batch_size=64):
     """The reference for `run_file`: an `AlbertClassifier` with the preprocessor at the same
-    `seq_length` (what the SavedModel export serves), or a `serving_function` run in TensorFlow
+    `max_seq_length` (what the SavedModel export serves), or a `serving_function` run in TensorFlow
     (the token classifier: the same graph on TensorFlow kernels)."""
     import numpy as np
 
-    pre = preprocessor.with_padding(False, seq_length or preprocessor.seq_length)
+    pre = preprocessor.with_padding(False, max_seq_length or preprocessor.seq_length)
     outputs = {}
     count = len(next(iter(columns.values())))
     for start in range(0, count, batch_size):
@@ -517,12 +518,12 @@ def agreement(outputs, reference, labels=None):
     return result
 
 
-def token_agreement(preprocessor, texts, seq_length=None):
+def token_agreement(preprocessor, texts, max_seq_length=None):
     """Fraction of `texts` whose LiteRT token ids equal `AlbertPreprocessor`'s (both packed to
-    `seq_length`); the differences left are listed in `albert_tf.export.litert_text`."""
+    `max_seq_length`); the differences left are listed in `albert_tf.export.litert_text`."""
     import numpy as np
 
-    lite = LiteTextInputs(preprocessor, seq_length)
+    lite = LiteTextInputs(preprocessor, max_seq_length)
     pre = preprocessor.with_padding(False, lite.seq_length)
     same = 0
     for start in range(0, len(texts), 256):
@@ -568,7 +569,7 @@ def text_spec(
     kind,
     name,
     pair=False,
-    seq_length=None,
+    max_seq_length=None,
     max_eval_examples=None,
     max_windows=None,
 ):
@@ -581,7 +582,7 @@ def text_spec(
             (`text_columns`, `sentence_columns`).
         kind, name: the task's, for the report.
         pair: the classifier takes `text` and `text_pair`.
-        seq_length: fixed packed length (default: the preprocessor's).
+        max_seq_length: fixed packed length (default: the preprocessor's).
         max_eval_examples: dev texts measured on (default: all).
         max_windows: unused (SQuAD's option).
 
@@ -592,8 +593,8 @@ def text_spec(
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
     del max_windows
-    seq_length = int(seq_length or preprocessor.seq_length)
-    fn = serving_function(model, preprocessor, seq_length, pair)
+    max_seq_length = int(max_seq_length or preprocessor.seq_length)
+    fn = serving_function(model, preprocessor, max_seq_length, pair)
     dev, labels = texts("dev", max_eval_examples)
     same_graph = isinstance(model, AlbertTokenClassifier)
 
@@ -601,7 +602,7 @@ def text_spec(
         return {
             "kind": kind,
             "task": name,
-            "seq_length": seq_length,
+            "seq_length": max_seq_length,
             "pair": pair,
             "lower_case": preprocessor.lower_case,
             "truncation": preprocessor.truncation,
@@ -611,7 +612,7 @@ def text_spec(
                 if same_graph
                 else "Keras float32 model + AlbertPreprocessor (the SavedModel's serving_default)"
             ),
-            "token_agreement": token_agreement(preprocessor, dev["text"], seq_length),
+            "token_agreement": token_agreement(preprocessor, dev["text"], max_seq_length),
         }
 
     def calibration(count, batch_size):
@@ -629,7 +630,7 @@ def text_spec(
         calibration=calibration,
         run=run_file,
         reference=lambda inputs: reference_outputs(
-            fn if same_graph else model, preprocessor, inputs, seq_length
+            fn if same_graph else model, preprocessor, inputs, max_seq_length
         ),
         header=header,
         score=score,
@@ -689,17 +690,17 @@ def export_finetuned(
     task,
     output_dir,
     variants=DEFAULT_VARIANTS,
-    seq_length=None,
+    max_seq_length=None,
     num_representative=100,
     max_eval_examples=None,
     batch_size=32,
     max_windows=4,
     min_agreement=MIN_AGREEMENT,
 ):
-    """`build` of a fine-tuned task's `serving_spec(model, seq_length)`: its LiteRT files and
+    """`build` of a fine-tuned task's `serving_spec(model, max_seq_length)`: its LiteRT files and
     report (see `build`). `max_windows`: SQuAD's doc-stride windows per question. A task
     without a LiteRT export (RACE, served by its SavedModel) raises ValueError."""
-    spec = task.serving_spec(model, seq_length).litert_spec(
+    spec = task.serving_spec(model, max_seq_length).litert_spec(
         max_eval_examples=max_eval_examples, max_windows=max_windows
     )
     return build(spec, output_dir, variants, num_representative, batch_size, min_agreement)

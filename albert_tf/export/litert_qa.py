@@ -9,7 +9,7 @@ and `context` (UTF-8 strings [B]) and returns, per question:
 - `start_piece`, `end_piece` (int32 [B]): the span's first and last context pieces (indices
   into the context's SentencePiece ids, -1 when there is none);
 - `score` (float32 [B]): v1 the start + end logit, v2 the start + end log-probability of the
-  beam (-2e6 without a valid span), as the SavedModel (`export.question_answering`);
+  beam (-2e6 without a valid span), as the SavedModel (`export.squad_serving`);
 - `num_windows` (int32 [B]) and `truncated` (bool [B]: the context had more pieces than
   `max_windows` windows hold; its end was not read);
 - v2 (`AlbertSquadV2Model`): `has_answer` (bool [B]: a valid span and a null score, the lowest
@@ -52,7 +52,7 @@ import tensorflow_text as tft
 
 from albert_tf.data.squad_features import NO_WINDOW_NULL_SCORE
 from albert_tf.export import dense, litert, litert_quiet
-from albert_tf.export.question_answering import (
+from albert_tf.export.squad_serving import (
     NO_SPAN_SCORE,
     candidates,
     is_v2,
@@ -89,7 +89,7 @@ def piece_bytes(spm_model):
 
 def question_windows(q_ids, q_splits, ids, splits, settings, max_windows, cls_id, sep_id, pad_id):
     """`max_windows` windows of [CLS] question [SEP] context [SEP] per question, dense: the
-    LiteRT twin of `question_answering.question_windows` (and of the Python
+    LiteRT twin of `squad_serving.question_windows` (and of the Python
     `squad_features.window_spans` + `squad_features.max_context_windows`).
 
     Args:
@@ -363,14 +363,15 @@ def serving_function(
     return tf.function(serve, input_signature=_TEXTS, autograph=False)
 
 
-def squad_preprocessor(spm_model_or_preprocessor, settings):
-    """An `AlbertPreprocessor` with `settings`' casing and length (or the one given)."""
+def squad_preprocessor(spm_model, settings):
+    """An `AlbertPreprocessor` of `spm_model` (path or bytes) with `settings`' casing and
+    length; `spm_model` itself when it is already an `AlbertPreprocessor`."""
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    if isinstance(spm_model_or_preprocessor, AlbertPreprocessor):
-        return spm_model_or_preprocessor
+    if isinstance(spm_model, AlbertPreprocessor):
+        return spm_model
     return AlbertPreprocessor(
-        spm_model_or_preprocessor,
+        spm_model,
         lower_case=settings.lower_case,
         seq_length=settings.max_seq_length,
         tex_quotes=settings.tex_quotes,

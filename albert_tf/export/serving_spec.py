@@ -1,6 +1,6 @@
 """What a task serves, in the form the export builders consume.
 
-A fine-tuning task's `serving_spec(model, seq_length=None)` returns a `ServingSpec`: how to
+A fine-tuning task's `serving_spec(model, max_seq_length=None)` returns a `ServingSpec`: how to
 make its `SavedModelSpec` (read by `saved_model.build`, the one SavedModel builder) and its
 `LiteRTSpec` (read by `litert.build`, the one LiteRT builder). Each part is made when asked
 for: a LiteRT export never builds the SavedModel graph and the reverse.

@@ -161,7 +161,7 @@ class SentenceClassificationTask(FinetuneTask):
         return tuple(self.splits)
 
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
     ):
         if static_shapes and self.data.dynamic_padding:
             raise InvalidFlagError(
@@ -171,7 +171,7 @@ class SentenceClassificationTask(FinetuneTask):
         self.preprocessor = AlbertPreprocessor(
             spm_model,
             lower_case=lower_case,
-            seq_length=seq_length,
+            seq_length=max_seq_length,
             truncation=self.data.truncation,
             dynamic_padding=not static_shapes if dynamic is None else dynamic,
             tex_quotes=tex_quotes,
@@ -294,7 +294,7 @@ class SentenceClassificationTask(FinetuneTask):
             )
         logging.info("Wrote %d %s predictions to %s", len(submit), split, output_dir)
 
-    def serving_spec(self, model, seq_length=None):
+    def serving_spec(self, model, max_seq_length=None):
         """The model's `ServingSpec`: its SavedModel (`saved_model.classifier_spec`; options
         compute_dtype, agreement_texts) and LiteRT (`litert.text_spec`) exports."""
         import functools
@@ -304,8 +304,8 @@ class SentenceClassificationTask(FinetuneTask):
 
         preprocessor = self.preprocessor
         served = preprocessor
-        if seq_length:
-            served = preprocessor.with_padding(preprocessor.dynamic_padding, seq_length)
+        if max_seq_length:
+            served = preprocessor.with_padding(preprocessor.dynamic_padding, max_seq_length)
 
         def texts(split, limit):
             if split not in self.loaded_splits:
@@ -317,7 +317,7 @@ class SentenceClassificationTask(FinetuneTask):
         # Serving pads each request batch to its longest text whatever training did.
         saved = functools.partial(saved_model.classifier_spec, model, served, pair, True)
         lite = functools.partial(
-            litert.text_spec, model, preprocessor, texts, self.kind, self.name, pair, seq_length
+            litert.text_spec, model, preprocessor, texts, self.kind, self.name, pair, max_seq_length
         )
         return ServingSpec(self.kind, saved, lite)
 
@@ -326,7 +326,7 @@ class SentenceClassificationTask(FinetuneTask):
         model,
         export_dir,
         version=None,
-        seq_length=None,
+        max_seq_length=None,
         write_warmup="auto",
         compute_dtype="float32",
         agreement_texts=None,
@@ -334,7 +334,7 @@ class SentenceClassificationTask(FinetuneTask):
         """`export_classifier` (compute_dtype and agreement_texts are passed on)."""
         from albert_tf.export import saved_model
 
-        spec = self.serving_spec(model, seq_length).saved_model(
+        spec = self.serving_spec(model, max_seq_length).saved_model(
             compute_dtype=compute_dtype, agreement_texts=agreement_texts
         )
         return saved_model.build(spec, export_dir, version, write_warmup)

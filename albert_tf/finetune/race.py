@@ -72,18 +72,18 @@ class RaceTask(FinetuneTask):
 
     # ------------------------------------------------------------------ description
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
     ):
         if self.data.high_only and self.data.middle_only:
             raise InvalidFlagError("--high_only and --middle_only exclude each other")
         try:
-            race.check_lengths(seq_length, self.data.max_qa_length)
+            race.check_lengths(max_seq_length, self.data.max_qa_length)
         except ValueError:
             raise InvalidFlagError(
                 f"--max_qa_length={self.data.max_qa_length} must be in [1, "
-                f"--max_seq_length - 3 = {seq_length - 3}]"
+                f"--max_seq_length - 3 = {max_seq_length - 3}]"
             ) from None
-        super().configure_text(spm_model, lower_case, seq_length, static_shapes, tex_quotes)
+        super().configure_text(spm_model, lower_case, max_seq_length, static_shapes, tex_quotes)
 
     def load(self, splits):
         if not self.data.data_dir:
@@ -229,31 +229,31 @@ class RaceTask(FinetuneTask):
         files.write_json(path, {"split": split, "metrics": metrics, "predictions": rows})
         logging.info("Wrote %d %s predictions to %s", len(rows), split, path)
 
-    def serving_spec(self, model, seq_length=None):
-        """The model's `ServingSpec`: its SavedModel (`multiple_choice.multiple_choice_spec`);
-        RACE has no LiteRT export."""
+    def serving_spec(self, model, max_seq_length=None):
+        """The model's `ServingSpec`: its SavedModel
+        (`multiple_choice_serving.multiple_choice_spec`); RACE has no LiteRT export."""
         import functools
 
-        from albert_tf.export.multiple_choice import multiple_choice_spec
+        from albert_tf.export.multiple_choice_serving import multiple_choice_spec
         from albert_tf.export.serving_spec import ServingSpec
 
-        seq_length = seq_length or self.preprocessor.seq_length
+        max_seq_length = max_seq_length or self.preprocessor.seq_length
         try:
-            race.check_lengths(seq_length, self.data.max_qa_length)
+            race.check_lengths(max_seq_length, self.data.max_qa_length)
         except ValueError:
             raise InvalidFlagError(
-                f"--max_seq_length={seq_length} leaves no room for the "
+                f"--max_seq_length={max_seq_length} leaves no room for the "
                 f"training's max_qa_length={self.data.max_qa_length} "
                 "(+3 special pieces)"
             ) from None
         saved = functools.partial(
-            multiple_choice_spec, model, self.preprocessor, self.data.max_qa_length, seq_length
+            multiple_choice_spec, model, self.preprocessor, self.data.max_qa_length, max_seq_length
         )
         return ServingSpec(self.kind, saved)
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
         """`export_multiple_choice`."""
         from albert_tf.export import saved_model
 
-        spec = self.serving_spec(model, seq_length).saved_model()
+        spec = self.serving_spec(model, max_seq_length).saved_model()
         return saved_model.build(spec, export_dir, version, write_warmup)

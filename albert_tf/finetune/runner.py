@@ -296,11 +296,11 @@ def _features_fingerprint(features):
 class _Finetuner:
     """State of one run; `run_finetuning` is the public entry point."""
 
-    def __init__(self, params, task, strategy, spm_model_file):
+    def __init__(self, params, task, strategy, spm_model):
         self.p = params
         self.task = task
         self.strategy = strategy
-        self.spm_model_file = spm_model_file
+        self.spm_model = spm_model
         self.tpu = strategy_lib.is_tpu(strategy)
         self.data = self.describe_data()
         self.transform = task.input_transform()
@@ -405,7 +405,7 @@ class _Finetuner:
     def step(self):
         return int(self.optimizer.iterations.numpy())
 
-    def record(self, spm_model_file):
+    def record(self, spm_model):
         """The run record of this run (`albert_tf.train.run_record`): model, task, settings and
         fingerprints of the train and dev data, the init checkpoint and the vocabulary."""
         from albert_tf.models.head_model import warmup_step_count
@@ -430,11 +430,11 @@ class _Finetuner:
                 "init_checkpoint_content": (
                     run_record.files_fingerprint(run_record.directory_files(init)) if init else None
                 ),
-                "spm_model_content": run_record.files_fingerprint([spm_model_file]),
+                "spm_model_content": run_record.files_fingerprint([spm_model]),
             },
         }
 
-    def claim(self, spm_model_file):
+    def claim(self, spm_model):
         """Compares this run with the run recorded in --output_dir (InvalidFlagError on a
         difference) or, with --overwrite_output_dir, removes that run; before anything is
         written there."""
@@ -442,7 +442,7 @@ class _Finetuner:
         defaults = [FinetuneParams] + ([type(data)] if dataclasses.is_dataclass(data) else [])
         self.recorded = run_record.claim(
             p.output_dir,
-            self.record(spm_model_file),
+            self.record(spm_model),
             may_differ=MAY_DIFFER,
             defaults=run_record.defaults_of(*defaults),
             overwrite=p.overwrite_output_dir,
@@ -698,7 +698,7 @@ class _Finetuner:
         from albert_tf.text.tokenizer import read_model_proto
 
         target = os.path.join(self.p.output_dir, SPM_FILE)
-        proto = read_model_proto(self.spm_model_file)
+        proto = read_model_proto(self.spm_model)
         if not tf.io.gfile.exists(target) or read_model_proto(target) != proto:
             files.write_atomic(target, proto)
         description = dict(self.task.describe())
@@ -851,7 +851,7 @@ def run_finetuning(params, task, strategy=None):
 
     validate(params)
     config = _load_config(params)
-    spm_model_file = resolve_vocabulary(params, config)
+    spm_model = resolve_vocabulary(params, config)
     if strategy is None:
         strategy = strategy_lib.create_strategy(
             params.strategy, tpu=params.tpu, logical_cpus=params.logical_cpus
@@ -861,9 +861,9 @@ def run_finetuning(params, task, strategy=None):
     # deletes the SentencePiece resources of tokenizers created earlier.
     keras.utils.set_random_seed(params.seed)
     task.configure_text(
-        spm_model_file,
+        spm_model,
         lower_case=params.do_lower_case,
-        seq_length=params.max_seq_length,
+        max_seq_length=params.max_seq_length,
         static_shapes=strategy_lib.is_tpu(strategy),
         **text_settings(params),
     )
@@ -882,11 +882,11 @@ def run_finetuning(params, task, strategy=None):
     tf.io.gfile.makedirs(params.output_dir)
     params, previous_policy = apply_to_params(params, strategy)  # logs the choice
     try:
-        runner = _Finetuner(params, task, strategy, spm_model_file)
+        runner = _Finetuner(params, task, strategy, spm_model)
         runner.build(task.vocab_size)
     finally:
         keras.config.set_dtype_policy(previous_policy)  # the model keeps its own policy
-    runner.claim(spm_model_file)  # compare with (or remove) the run there, before any write
+    runner.claim(spm_model)  # compare with (or remove) the run there, before any write
     logs = os.path.join(params.output_dir, "logs")
     train_writer = summaries.SummaryWriter(logs, "train")
     eval_writer = summaries.SummaryWriter(logs, "eval")

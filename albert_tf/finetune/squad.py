@@ -116,7 +116,7 @@ class SquadTask(FinetuneTask):
         return tuple(self.examples)
 
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=384, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=384, static_shapes=False, tex_quotes=False
     ):
         d = self.data
         for flag in (
@@ -131,7 +131,7 @@ class SquadTask(FinetuneTask):
                 raise InvalidFlagError(f"--{flag} must be >= 1, got {getattr(d, flag)}")
         try:
             self.settings = squad_features.FeatureSettings(
-                seq_length, d.doc_stride, d.max_query_length, lower_case, tex_quotes
+                max_seq_length, d.doc_stride, d.max_query_length, lower_case, tex_quotes
             )
         except ValueError as e:
             raise InvalidFlagError(f"--max_seq_length / --max_query_length: {e}") from None
@@ -360,24 +360,24 @@ class SquadTask(FinetuneTask):
             rows,
         )
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
         """`export_question_answerer`."""
         from albert_tf.export import saved_model
 
-        spec = self.serving_spec(model, seq_length).saved_model()
+        spec = self.serving_spec(model, max_seq_length).saved_model()
         return saved_model.build(spec, export_dir, version, write_warmup)
 
-    def serving_spec(self, model, seq_length=None):
+    def serving_spec(self, model, max_seq_length=None):
         """The model's `ServingSpec`: its SavedModel (`export_question_answerer`) and LiteRT
         (`litert_qa`) exports; LiteRT measures on the loaded examples, else on those read
         from the task's files (no features are built)."""
         from albert_tf.export import litert_qa
-        from albert_tf.export.question_answering import question_answerer_spec
         from albert_tf.export.serving_spec import ServingSpec
+        from albert_tf.export.squad_serving import question_answerer_spec
 
         settings = self.settings
-        if seq_length:
-            settings = dataclasses.replace(settings, max_seq_length=int(seq_length))
+        if max_seq_length:
+            settings = dataclasses.replace(settings, max_seq_length=int(max_seq_length))
         options = dict(
             n_best_size=self.data.n_best_size,
             max_answer_length=self.data.max_answer_length,

@@ -244,7 +244,7 @@ def valid_spans(is_context, max_context, starts, ends, max_answer_length):
     """bool, the shape of `starts`: which (start, end) positions of one window may be answers:
     both context pieces, in order, at most `max_answer_length` pieces, the start with its most
     context in this window (`is_context`, `max_context`: bool [S]). The graphs' twin is
-    `export.question_answering.valid_spans`.
+    `export.squad_serving.valid_spans`.
 
     >>> context = np.array([False, True, True, True])
     >>> valid_spans(context, context, np.array([1, 2, 0]), np.array([2, 1, 1]), 30).tolist()

@@ -73,13 +73,13 @@ class TokenClassificationTask(FinetuneTask):
         return tuple(self.sentences)
 
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
     ):
         try:
-            window_sizes(seq_length, self.data.stride)
+            window_sizes(max_seq_length, self.data.stride)
         except ValueError as e:
             raise InvalidFlagError(f"--{e}".replace("--seq_length", "--max_seq_length")) from None
-        super().configure_text(spm_model, lower_case, seq_length, static_shapes, tex_quotes)
+        super().configure_text(spm_model, lower_case, max_seq_length, static_shapes, tex_quotes)
 
     def _read(self, split, path):
         flag = f"--{split}_file"
@@ -259,12 +259,13 @@ class TokenClassificationTask(FinetuneTask):
         write_tsv(os.path.join(output_dir, f"{split}_results.tsv"), header, rows)
         logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split, path)
 
-    def serving_spec(self, model, seq_length=None):
-        """The model's `ServingSpec`: its SavedModel (`entities.token_classifier_spec`) and
-        LiteRT (`litert.text_spec`) exports."""
+    def serving_spec(self, model, max_seq_length=None):
+        """The model's `ServingSpec`: its SavedModel
+        (`token_classifier_serving.token_classifier_spec`) and LiteRT (`litert.text_spec`)
+        exports."""
         import functools
 
-        from albert_tf.export import entities, litert
+        from albert_tf.export import litert, token_classifier_serving
         from albert_tf.export.serving_spec import ServingSpec
 
         def texts(split, limit):
@@ -274,11 +275,11 @@ class TokenClassificationTask(FinetuneTask):
             return litert.sentence_columns(words, self.tag_ids.get(split), limit)
 
         saved = functools.partial(
-            entities.token_classifier_spec,
+            token_classifier_serving.token_classifier_spec,
             model,
             self.preprocessor,
-            seq_length or self.preprocessor.seq_length,
-            self.data.stride if not seq_length else None,
+            max_seq_length or self.preprocessor.seq_length,
+            self.data.stride if not max_seq_length else None,
             self.labels,
         )
         lite = functools.partial(
@@ -289,15 +290,15 @@ class TokenClassificationTask(FinetuneTask):
             self.kind,
             self.name,
             False,
-            seq_length,
+            max_seq_length,
         )
         return ServingSpec(self.kind, saved, lite)
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
         """`export_token_classifier`."""
         from albert_tf.export import saved_model
 
-        spec = self.serving_spec(model, seq_length).saved_model()
+        spec = self.serving_spec(model, max_seq_length).saved_model()
         return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):

@@ -99,7 +99,9 @@ class FinetuneTask(abc.ABC):
     ...         path = os.path.join(output_dir, f"{split}_results.tsv")
     ...         write_tsv(path, ["index", "prediction"], enumerate(predictions))
     ...
-    ...     def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+    ...     def export(
+    ...         self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"
+    ...     ):
     ...         from albert_tf.export.saved_model import export_classifier
     ...
     ...         return export_classifier(
@@ -134,15 +136,15 @@ class FinetuneTask(abc.ABC):
         return self.kind
 
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
     ):
         """Sets the tokenizer (a SentencePiece model path or bytes, `lower_case`, `tex_quotes`
         as `SentencePieceTokenizer`'s) and sequence length; `static_shapes` (TPU) forbids
-        padding a batch to less than `seq_length`. The default sets `preprocessor`."""
+        padding a batch to less than `max_seq_length`. The default sets `preprocessor`."""
         from albert_tf.models.preprocessor import AlbertPreprocessor
 
         self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=seq_length, tex_quotes=tex_quotes
+            spm_model, lower_case=lower_case, seq_length=max_seq_length, tex_quotes=tex_quotes
         )
 
     @property
@@ -231,9 +233,9 @@ class FinetuneTask(abc.ABC):
         """Writes the predictions of `split` into `output_dir` (atomically)."""
 
     @abc.abstractmethod
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
         """Exports `model` for TF Serving with raw-text signatures (EXPORT_DIR/<version>, with
-        `seq_length` tokens at most per sequence: default the training length); returns the
+        `max_seq_length` tokens at most per sequence: default the training length); returns the
         version path."""
 
     def describe(self):

@@ -259,11 +259,13 @@ class AlbertHeadModel(keras.Model):
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod
-    def pretrained_preprocessor(cls, directory, preprocessor="auto", seq_length=None, config=None):
+    def pretrained_preprocessor(
+        cls, directory, preprocessor="auto", max_seq_length=None, config=None
+    ):
         """The preprocessor `from_pretrained` attaches: `preprocessor` itself when it is an
         `AlbertPreprocessor`; None for None / False; for "auto" (or True, which requires one),
         `AlbertPreprocessor.from_pretrained(directory)` when the directory has its spm.model,
-        with `seq_length` (default `default_seq_length`, at most the model's
+        with `max_seq_length` (default `default_seq_length`, at most the model's
         max_position_embeddings) and dynamic padding except on TPU (static shapes)."""
         if preprocessor is None or preprocessor is False:
             return None
@@ -279,12 +281,12 @@ class AlbertHeadModel(keras.Model):
             return None
         from albert_tf.precision import device_kind
 
-        if seq_length is None:
-            seq_length = cls.default_seq_length
+        if max_seq_length is None:
+            max_seq_length = cls.default_seq_length
             if config is not None:
-                seq_length = min(seq_length, config.max_position_embeddings)
+                max_seq_length = min(max_seq_length, config.max_position_embeddings)
         return AlbertPreprocessor.from_pretrained(
-            directory, seq_length=seq_length, dynamic_padding=device_kind() != "TPU"
+            directory, seq_length=max_seq_length, dynamic_padding=device_kind() != "TPU"
         )
 
     @classmethod
@@ -298,12 +300,12 @@ class AlbertHeadModel(keras.Model):
         attention_probs_dropout_prob=None,
         dtype=None,
         preprocessor="auto",
-        seq_length=None,
+        max_seq_length=None,
         **kwargs,
     ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`),
         with the directory's `AlbertPreprocessor` attached (see `pretrained_preprocessor`:
-        `preprocessor=None` attaches none, `seq_length` sets its length).
+        `preprocessor=None` attaches none, `max_seq_length` sets its length).
 
         `hidden_dropout_prob` / `attention_probs_dropout_prob` override the backbone config's
         dropout (the paper's "ALBERT DR" column of Table 14).
@@ -318,7 +320,7 @@ class AlbertHeadModel(keras.Model):
             num_classes or (len(labels) if labels else 2),
         )
         kwargs["preprocessor"] = cls.pretrained_preprocessor(
-            directory, preprocessor, seq_length, backbone.config
+            directory, preprocessor, max_seq_length, backbone.config
         )
         return cls(backbone, num_classes=num_classes, dropout=dropout, labels=labels, **kwargs)
 

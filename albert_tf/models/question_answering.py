@@ -66,7 +66,7 @@ class _SquadModel(AlbertHeadModel):
     Raw text (with a preprocessor): (question, context) pairs as a list of rows, an array
     [N, 2] or a dict {"question", "context"} (`predict` also takes a batched tf.data.Dataset
     of these). `predict` returns the export's serving_default outputs
-    (`albert_tf.export.question_answering.answer_body`): "answer" [N], "score", "start", "end"
+    (`albert_tf.export.squad_serving.answer_body`): "answer" [N], "score", "start", "end"
     (character offsets, end exclusive, -1 without an answer) and, for v2,
     "has_answer_probability". `fit` / `evaluate` labels: {"answer_start": character offsets,
     "answer_text": texts} (or "answer_end" instead of "answer_text"; -1 / "" for a question
@@ -136,18 +136,18 @@ class _SquadModel(AlbertHeadModel):
         attention_probs_dropout_prob=None,
         dtype=None,
         preprocessor="auto",
-        seq_length=None,
+        max_seq_length=None,
         **kwargs,
     ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`)
         with the directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
-        seq_length 384); `kwargs` go to the constructor."""
+        max_seq_length 384); `kwargs` go to the constructor."""
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )
         logging.info("%s on %s", cls.__name__, directory)
         kwargs["preprocessor"] = cls.pretrained_preprocessor(
-            directory, preprocessor, seq_length, backbone.config
+            directory, preprocessor, max_seq_length, backbone.config
         )
         return cls(backbone, **kwargs)
 
@@ -205,7 +205,7 @@ class _SquadModel(AlbertHeadModel):
         return text_inputs.batched(parts, batch_size, shuffle).prefetch(tf.data.AUTOTUNE)
 
     def text_predict_function(self, options):
-        from albert_tf.export.question_answering import answer_body
+        from albert_tf.export.squad_serving import answer_body
 
         body = answer_body(
             self,

@@ -197,7 +197,7 @@ class _Runner:
             params.max_predictions_per_seq,
             seed=params.seed,
             dynamic_masking=params.dynamic_masking,
-            spm_model_file=params.spm_model_file,
+            spm_model=params.spm_model_file,
         )
         with strategy.scope():
             self.model = self.task.build_model()
@@ -344,9 +344,7 @@ class _Runner:
 
         export_dir = os.path.join(self.p.output_dir, "export")
         # tex_quotes=False: create_pretraining_data tokenizes as the original (TeX quotes kept).
-        model_dir.save(
-            self.model, export_dir, spm_model_file=self.p.spm_model_file, tex_quotes=False
-        )
+        model_dir.save(self.model, export_dir, spm_model=self.p.spm_model_file, tex_quotes=False)
         logging.info("Exported the pretrained model to %s", export_dir)
         return export_dir
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from albert_tf.data.squad_features import FeatureSettings
 from albert_tf.export import litert, litert_qa
-from albert_tf.export.question_answering import export_question_answerer, question_windows
+from albert_tf.export.squad_serving import export_question_answerer, question_windows
 
 pytest.importorskip("ai_edge_litert")
 
@@ -125,7 +125,7 @@ def test_logits_equal_the_keras_model_on_the_same_windows(exported, kind):
 
 def test_windows_equal_the_saved_model_windows(exported, spm_model_file):
     from albert_tf.text import graph_offsets
-    from albert_tf.text.layers import TextTokenizer
+    from albert_tf.text.preprocessing_layers import TextTokenizer
 
     _, lite, _ = exported["v1"]
     tokenizer = TextTokenizer(spm_model_file)
@@ -202,7 +202,7 @@ def squad_task(spm_model_file, tmp_path_factory):
             max_answer_length=MAX_ANSWER,
         )
     )
-    task.configure_text(spm_model_file, seq_length=SETTINGS.max_seq_length)
+    task.configure_text(spm_model_file, max_seq_length=SETTINGS.max_seq_length)
     return task
 
 

@@ -1,14 +1,14 @@
 """The SQuAD pieces that exist once per runtime agree on the same inputs: the windows and
 max-context flags of the Python features (`squad_features.window_spans`,
 `squad_features.max_context_windows`), the SavedModel's ragged graph
-(`question_answering.question_windows`) and LiteRT's dense graph
+(`squad_serving.question_windows`) and LiteRT's dense graph
 (`litert_qa.question_windows`); the span rule; the dense row ids; the shared constants."""
 
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.data import squad_features
-from albert_tf.export import dense, litert_qa, question_answering
+from albert_tf.export import dense, litert_qa, squad_serving
 from albert_tf.finetune import squad_predictions
 
 CLS, SEP, PAD = 2, 3, 0
@@ -41,7 +41,7 @@ def _python_windows(query, context):
 
 
 def _ragged_windows():
-    out = question_answering.question_windows(
+    out = squad_serving.question_windows(
         tf.ragged.constant([q[: SETTINGS.max_query_length] for q, _ in CASES], tf.int64),
         tf.ragged.constant([c for _, c in CASES], tf.int64, ragged_rank=1),
         SETTINGS,
@@ -100,7 +100,7 @@ def test_windows_and_max_context_agree_across_runtimes():
 
 
 def test_the_span_rule_agrees_across_runtimes():
-    """`squad_predictions.valid_spans` (Python, one window) and `question_answering.valid_spans`
+    """`squad_predictions.valid_spans` (Python, one window) and `squad_serving.valid_spans`
     (the SavedModel and LiteRT graphs, a batch of windows) on the same candidates."""
     rng = np.random.default_rng(0)
     windows, positions, candidates = 6, 16, 40
@@ -108,7 +108,7 @@ def test_the_span_rule_agrees_across_runtimes():
     max_context = is_context & (rng.random([windows, positions]) < 0.7)
     starts = rng.integers(0, positions, [windows, candidates])
     ends = rng.integers(0, positions, [windows, candidates])
-    graph = question_answering.valid_spans(
+    graph = squad_serving.valid_spans(
         tf.constant(is_context), tf.constant(max_context), starts, ends, max_answer_length=5
     ).numpy()
     python = np.stack(
@@ -131,7 +131,5 @@ def test_row_ids_agree_with_ragged_value_rowids():
 def test_the_runtimes_share_one_home_for_their_constants():
     assert squad_predictions.EMPTY_SCORE is squad_features.EMPTY_SCORE
     assert squad_predictions.NO_WINDOW_NULL_SCORE is squad_features.NO_WINDOW_NULL_SCORE
-    assert (
-        question_answering.NO_SPAN_SCORE == 2 * squad_features.EMPTY_SCORE
-    )  # the placeholder's score
-    assert litert_qa.NO_SPAN_SCORE is question_answering.NO_SPAN_SCORE
+    assert squad_serving.NO_SPAN_SCORE == 2 * squad_features.EMPTY_SCORE  # the placeholder's score
+    assert litert_qa.NO_SPAN_SCORE is squad_serving.NO_SPAN_SCORE

@@ -77,7 +77,7 @@ def test_descriptions_keep_their_entries(spm_model_file):
     race = RaceTask(RaceData(data_dir="race", max_qa_length=8))
     tagging = TokenClassificationTask(TaggingData(task_name="ner"), labels=["O", "B-X"])
     for task in (race, tagging):
-        task.configure_text(spm_model_file, seq_length=32)
+        task.configure_text(spm_model_file, max_seq_length=32)
     assert set(race.describe()) == common
     assert set(tagging.describe()) == common | {"labels"}
     rebuilt = task_lib.task_from_description(tagging.describe())
@@ -89,7 +89,7 @@ def test_descriptions_keep_their_entries(spm_model_file):
     classification = SentenceClassificationTask(
         ClassificationData(task_name="mrpc"), spec=glue.get_task("mrpc")
     )
-    classification.configure_text(spm_model_file, seq_length=32)
+    classification.configure_text(spm_model_file, max_seq_length=32)
     extra = {"spec", "seed", "pair", "labels", "regression"}
     assert set(classification.describe()) == common | extra
     assert classification.vocab_size == race.vocab_size == tagging.vocab_size == 1000

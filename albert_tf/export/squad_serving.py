@@ -41,7 +41,7 @@ from albert_tf.data.squad_features import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, Fea
 from albert_tf.export import saved_model
 from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text import graph_offsets
-from albert_tf.text.layers import TextTokenizer
+from albert_tf.text.preprocessing_layers import TextTokenizer
 
 _TEXT = tf.TensorSpec([None], tf.string)
 #: The score of "" when no span is valid: the Python placeholder's start + end logit.
@@ -293,8 +293,8 @@ def answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null
     return serve
 
 
-def _text_tokenizer(spm_model_or_tokenizer, settings):
-    tokenizer = spm_model_or_tokenizer
+def _text_tokenizer(spm_model, settings):
+    tokenizer = spm_model
     if isinstance(tokenizer, TextTokenizer):
         model = tokenizer.model_proto
     elif hasattr(tokenizer, "model_proto"):  # SentencePieceTokenizer, AlbertPreprocessor, ...
@@ -313,7 +313,7 @@ def _text_tokenizer(spm_model_or_tokenizer, settings):
 
 def export_question_answerer(
     model,
-    spm_model_or_tokenizer,
+    spm_model,
     export_dir,
     settings=FeatureSettings(),
     n_best_size=20,
@@ -327,8 +327,8 @@ def export_question_answerer(
 
     Args:
         model: the trained model (served as a float32 copy).
-        spm_model_or_tokenizer: the SentencePiece model (path or bytes) or a tokenizer holding
-            it (`SentencePieceTokenizer`, `TextTokenizer`, `AlbertPreprocessor`).
+        spm_model: the SentencePiece model (path or bytes), or a tokenizer holding it
+            (`SentencePieceTokenizer`, `TextTokenizer`, `AlbertPreprocessor`).
         export_dir: base directory (local or gs://); versions are integer subdirectories.
         settings: the `FeatureSettings` of training (window length, stride, question length,
             casing, TeX quotes).
@@ -339,14 +339,14 @@ def export_question_answerer(
         write_warmup: True, False, or "auto" (when tensorflow-serving-api is installed).
     """
     spec = question_answerer_spec(
-        model, spm_model_or_tokenizer, settings, n_best_size, max_answer_length, null_threshold
+        model, spm_model, settings, n_best_size, max_answer_length, null_threshold
     )
     return saved_model.build(spec, export_dir, version, write_warmup)
 
 
 def question_answerer_spec(
     model,
-    spm_model_or_tokenizer,
+    spm_model,
     settings=FeatureSettings(),
     n_best_size=20,
     max_answer_length=30,
@@ -367,7 +367,7 @@ def question_answerer_spec(
             f"({max_answer_length}) must be positive"
         )
     served = saved_model.float32_copy(model)
-    tokenizer = _text_tokenizer(spm_model_or_tokenizer, settings)
+    tokenizer = _text_tokenizer(spm_model, settings)
     body = answer_body(
         served, tokenizer, settings, n_best_size, max_answer_length, float(null_threshold)
     )

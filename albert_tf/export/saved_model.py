@@ -51,8 +51,8 @@ _IDS = tf.TensorSpec([None, None], tf.int32)
 
 
 # export compute_dtype -> the Keras dtype policy the served copy is rebuilt under. "bfloat16"
-# stores the weights in bfloat16 (no per-request cast: 1-2 ms of one short sentence's ~18 ms
-# under mixed_bfloat16), except the layers pinned to float32 (the embedding LayerNorm, the
+# stores the weights in bfloat16 (no cast of every weight on every request, as mixed_bfloat16
+# would do), except the layers pinned to float32 (the embedding LayerNorm, the
 # logits); LayerNorm and softmax compute in float32 either way, and every output is float32.
 COMPUTE_DTYPES = {"float32": "float32", "bfloat16": "bfloat16"}
 

@@ -32,7 +32,7 @@ SERIALIZABLE_MODULES = (
     "albert_tf.models.preprocessor",
     "albert_tf.optim.optimizers",
     "albert_tf.optim.schedules",
-    "albert_tf.text.layers",
+    "albert_tf.text.preprocessing_layers",
 )
 LIGHT_IMPORT_ENV = "ALBERT_TF_LIGHT_IMPORT"
 

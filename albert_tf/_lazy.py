@@ -4,7 +4,8 @@
 from_huggingface`, `albert_tf.data.corpora.iter_documents` and the like import their module
 when first read (worker processes that never touch them never load them).
 
->>> getattr_, dir_ = lazy_attributes("albert_tf.text", {"TextTokenizer": "albert_tf.text.layers"})
+>>> layers = {"TextTokenizer": "albert_tf.text.preprocessing_layers"}
+>>> getattr_, dir_ = lazy_attributes("albert_tf.text", layers)
 >>> getattr_("normalize").__name__
 'albert_tf.text.normalize'
 """

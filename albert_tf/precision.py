@@ -8,9 +8,8 @@
                                            (`float16=True`: the pretraining loop), else float32
     older GPUs                             float32 with XLA (no bf16 tensor cores)
 
-On CPUs XLA is off by default: oneDNN's kernels beat XLA's (on a Sapphire Rapids core a
-2048x2048 matmul runs at 191 GFLOP/s in float32 through oneDNN, 127 under XLA; bfloat16 710
-through oneDNN, 154 under XLA). "float32" and "mixed_bfloat16" choose the precision explicitly;
+On CPUs XLA is off by default: oneDNN's kernels beat XLA's (docs/train.md, "Precision").
+"float32" and "mixed_bfloat16" choose the precision explicitly;
 an explicit `jit_compile` always wins. "mixed_float16" needs a loop with dynamic loss scaling
 (`float16=True`; `keras.Model.fit` fine-tuning does not take it) and is refused on TPU.
 `choose` is the pure decision (devices and CPU flags as arguments), `resolve` detects them and
@@ -127,11 +126,16 @@ def cpu_flags(path="/proc/cpuinfo"):
     return frozenset()
 
 
+def is_tpu(strategy):
+    """Whether `strategy` is a TPUStrategy."""
+    import tensorflow as tf
+
+    return isinstance(strategy, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy))
+
+
 def device_kind(strategy=None):
     """ "TPU", "GPU" or "CPU": where `strategy` (default: the current one) computes."""
     import tensorflow as tf
-
-    from albert_tf.train.strategy import is_tpu
 
     strategy = strategy or tf.distribute.get_strategy()
     if is_tpu(strategy):

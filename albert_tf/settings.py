@@ -20,6 +20,7 @@ Example(steps=3, mode='fast')
 """
 
 import dataclasses
+import re
 import typing
 
 from albert_tf.errors import UserError
@@ -29,16 +30,53 @@ class InvalidFlagError(UserError, ValueError):
     """A setting is invalid; the message names its flag."""
 
 
-def setting(default, help_text, choices=None, required=False):
-    """A dataclass field with its flag help (and choices); `required` fields have no default."""
+def setting(default, help_text, choices=None, required=False, bounds=None):
+    """A dataclass field with its flag help (and choices); `required` fields have no default;
+    `bounds` (">= 1", "> 0", "in [3, 512]", "in [0, 1)") are checked by `check_bounds`."""
+    if bounds is not None:
+        _parse_bounds(bounds)  # a malformed bound fails where it is declared
     metadata = {
         "help": help_text,
         "choices": tuple(choices) if choices else None,
         "required": required,
+        "bounds": bounds,
     }
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def _parse_bounds(bounds):
+    """(low, low included, high, high included) of a `setting` bound; None for no limit."""
+    match = re.fullmatch(r"(>=?) (-?[\d.]+)|in ([\[(])(-?[\d.]+), (-?[\d.]+)([\])])", bounds)
+    if not match:
+        raise ValueError(f"bounds {bounds!r}: expected '>= N', '> N' or 'in [A, B]' ('(', ')')")
+    operator, limit, opening, low, high, closing = match.groups()
+    if operator:
+        return float(limit), operator == ">=", None, False
+    return float(low), opening == "[", float(high), closing == "]"
+
+
+def in_bounds(value, bounds):
+    """Whether `value` satisfies `bounds` (see `setting`).
+
+    >>> in_bounds(0, ">= 1"), in_bounds(0.5, "in [0, 1)"), in_bounds(1.0, "in [0, 1)")
+    (False, True, False)
+    """
+    low, low_included, high, high_included = _parse_bounds(bounds)
+    above = value >= low if low_included else value > low
+    below = high is None or (value <= high if high_included else value < high)
+    return above and below
+
+
+def check_bounds(params):
+    """Raises InvalidFlagError "--NAME must be BOUNDS, got VALUE" for the first field of the
+    dataclass instance `params` (in field order) whose value is outside its `bounds`; None
+    passes."""
+    for field in dataclasses.fields(params):
+        bounds, value = field.metadata.get("bounds"), getattr(params, field.name)
+        if bounds and value is not None and not in_bounds(value, bounds):
+            raise InvalidFlagError(f"--{field.name} must be {bounds}, got {value}")
 
 
 def _base_type(annotation):

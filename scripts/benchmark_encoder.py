@@ -124,7 +124,7 @@ def benchmark(preset, depths, xla_settings, batch_size, seq_length, steps, dtype
                 logging.info("%s: first call %.2f s", key, first[0])
                 results[key] = {"first": first, "steps": []}
             for fn in fns.values():  # a warm-up round: the first calls after another
-                _timed(fn, inputs)  # model's still set up (0.4 s once, seen at tiny sizes)
+                _timed(fn, inputs)  # model's still set up (slower once, seen at tiny sizes)
             for i in range(steps):
                 for mode, fn in fns.items():
                     seconds = _timed(fn, inputs)

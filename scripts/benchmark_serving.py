@@ -66,7 +66,7 @@ SHORT_SENTENCE = "How long does a short sentence take?"
 # Rounds of the latency measurement: in each round every pipeline serves an untimed request and
 # then latency_reps / ROUNDS timed ones in a row. In a row, as a serving process that answers
 # one model's requests does (its weights stay in cache; requests alternating between models, or
-# spaced by pauses, measured every pipeline 7-50% slower); in rounds, so that a change of load
+# spaced by pauses, measured every pipeline slower); in rounds, so that a change of load
 # on a shared machine hits all pipelines alike.
 ROUNDS = 5
 

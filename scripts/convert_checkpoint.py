@@ -126,7 +126,7 @@ def main(argv):
         FLAGS.output_dir,
         target_format=FLAGS.target_format,
         config_file=FLAGS.config_file,
-        spm_model_file=FLAGS.spm_model_file,
+        spm_model=FLAGS.spm_model_file,
         ignore_variables=FLAGS.ignore_variables,
     )
 

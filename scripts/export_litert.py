@@ -64,6 +64,7 @@ def _variants():
 
 
 def _load():
+    """The `LiteRTSpec` of --model_dir's task and model."""
     import keras
     import tensorflow as tf
 
@@ -82,15 +83,17 @@ def _load():
     except ValueError as e:  # not valid JSON: names the file and line
         cli.fail(str(e))
     task = task_from_description(info["task"], FLAGS.model_dir)
-    if task.kind not in ("classification", "token_classification", "squad"):
-        cli.fail(
-            f"--model_dir={FLAGS.model_dir} holds a {task.kind!r} model; LiteRT export "
-            "supports classification, token_classification and squad"
-        )
-    if task.kind != "squad":  # SQuAD: the examples are read without building features
-        task.load(["train", "dev"])
     model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
-    return model, task
+    serving = task.serving_spec(model, FLAGS.max_seq_length)
+    if serving.litert is None:
+        cli.fail(
+            f"--model_dir={FLAGS.model_dir} holds a {task.kind!r} model, which has no LiteRT "
+            "export (classification, token_classification and squad have one)"
+        )
+    # The task reads its splits when the spec asks for them.
+    return serving.litert_spec(
+        max_eval_examples=FLAGS.max_eval_examples or None, max_windows=FLAGS.max_windows
+    )
 
 
 def main(argv):
@@ -106,21 +109,18 @@ def main(argv):
         cli.fail(f"--max_windows must be >= 1, got {FLAGS.max_windows}")
     input_paths.check_exists("model_dir", FLAGS.model_dir)
     cli.load_tensorflow()
-    from albert_tf.export import litert
+    from albert_tf.export import litert, litert_quiet
 
-    model, task = _load()
-    report = litert.export_finetuned(
-        model,
-        task,
-        FLAGS.output_dir,
-        variants,
-        seq_length=FLAGS.max_seq_length,
-        num_representative=FLAGS.num_representative,
-        max_eval_examples=FLAGS.max_eval_examples or None,
-        max_windows=FLAGS.max_windows,
-        min_agreement=FLAGS.min_agreement,
-    )
-    print(litert.format_report(report))
+    with litert_quiet.quiet():  # making the spec composes the tokenizer (C++ INFO lines)
+        spec = _load()
+        report = litert.build(
+            spec,
+            FLAGS.output_dir,
+            variants,
+            num_representative=FLAGS.num_representative,
+            min_agreement=FLAGS.min_agreement,
+        )
+    print(spec.format_report(report))
     print(f"report: {os.path.join(FLAGS.output_dir, 'litert_report.json')}")
 
 

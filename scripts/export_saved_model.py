@@ -129,7 +129,7 @@ def _export_finetuned(write_warmup):
         model,
         FLAGS.export_dir,
         version=FLAGS.version,
-        seq_length=FLAGS.max_seq_length,
+        max_seq_length=FLAGS.max_seq_length,
         write_warmup=write_warmup,
         **extra,
     )

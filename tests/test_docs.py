@@ -293,7 +293,7 @@ def stand_ins(corpus_file, spm_model_file, tmp_path_factory):
     albert_tf.save(
         AlbertPretrainer(AlbertModel(config)),
         str(root / "pretrained"),
-        spm_model_file=spm_model_file,
+        spm_model=spm_model_file,
     )
     shutil.copytree(root / "pretrained", root / "demo_output" / "pretrain" / "export")
     documents = [

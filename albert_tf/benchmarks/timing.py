@@ -22,8 +22,7 @@ import time
 
 # Pause before each timed step: the previous library's worker threads (torch's OpenMP pool,
 # TensorFlow's Eigen pool) keep spinning for a while after their work, and a step started at
-# once shares the cores with them (an albert_tf fine-tuning step measured 1.77 s right after
-# torch's and 1.60 s alone on 2 cores).
+# once shares the cores with them and is measured slower than alone.
 SETTLE_SECONDS = 1.0
 
 

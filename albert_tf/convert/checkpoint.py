@@ -2,7 +2,7 @@
 
 >>> from albert_tf.convert.checkpoint import convert_checkpoint
 >>> convert_checkpoint("original", "albert_base/model.ckpt-best", "albert_base_tf2",
-...                    spm_model_file="albert_base/30k-clean.model")  # doctest: +SKIP
+...                    spm_model="albert_base/30k-clean.model")  # doctest: +SKIP
 
 Fine-tuned heads (`AlbertClassifier`, `AlbertTokenClassifier`, `AlbertQuestionAnswerer`,
 `AlbertMultipleChoice`) convert between a Hugging Face AlbertForSequenceClassification /
@@ -70,7 +70,7 @@ def load_head_model(path):
     return model
 
 
-def save_head_model(model, directory, spm_model_file=None, tex_quotes=False):
+def save_head_model(model, directory, spm_model=None, tex_quotes=False):
     """Writes a head model as `directory/model.keras` plus its backbone directory, as one
     directory written whole (`model_dir.save`, which records `tex_quotes`)."""
     from albert_tf.models import model_dir
@@ -78,7 +78,7 @@ def save_head_model(model, directory, spm_model_file=None, tex_quotes=False):
     model_dir.save(
         model.backbone,
         directory,
-        spm_model_file=spm_model_file,
+        spm_model=spm_model,
         extra_files={HEAD_MODEL_FILE: model.save},
         tex_quotes=tex_quotes,
     )
@@ -152,7 +152,7 @@ def read_model(source_format, path, config_file=None, ignore_variables=()):
     raise ValueError(f"Unknown source format {source_format!r}; expected one of {SOURCE_FORMATS}")
 
 
-def write_model(model, target_format, output_dir, spm_model_file=None, tex_quotes=False):
+def write_model(model, target_format, output_dir, spm_model=None, tex_quotes=False):
     """Writes `model` (a pretrainer or a head model) as an albert_tf directory (recording
     `tex_quotes`, see `albert_tf.models.model_dir.save`), an HF directory or (pretrainers and
     SQuAD models) an original TF1 checkpoint."""
@@ -165,11 +165,11 @@ def write_model(model, target_format, output_dir, spm_model_file=None, tex_quote
         raise ValueError(
             f"Unknown target format {target_format!r}; expected one of {TARGET_FORMATS}"
         )
-    if spm_model_file is not None and target_format != "albert_tf":
-        raise ValueError("spm_model_file is stored with target_format='albert_tf' only")
+    if spm_model is not None and target_format != "albert_tf":
+        raise ValueError("spm_model is stored with target_format='albert_tf' only")
     if isinstance(model, AlbertHeadModel):
         if target_format == "albert_tf":
-            save_head_model(model, output_dir, spm_model_file, tex_quotes)
+            save_head_model(model, output_dir, spm_model, tex_quotes)
         elif target_format == "huggingface":
             head_model_to_huggingface(model, output_dir)
         elif isinstance(model, (AlbertQuestionAnswerer, AlbertSquadV2Model)):
@@ -183,7 +183,7 @@ def write_model(model, target_format, output_dir, spm_model_file=None, tex_quote
     elif target_format == "albert_tf":
         from albert_tf.models import model_dir
 
-        model_dir.save(model, output_dir, spm_model_file=spm_model_file, tex_quotes=tex_quotes)
+        model_dir.save(model, output_dir, spm_model=spm_model, tex_quotes=tex_quotes)
     elif target_format == "huggingface":
         to_huggingface(model, output_dir)
     else:
@@ -196,7 +196,7 @@ def convert_checkpoint(
     output_dir,
     target_format="albert_tf",
     config_file=None,
-    spm_model_file=None,
+    spm_model=None,
     ignore_variables=(),
 ):
     """Reads `input_path` in `source_format`, writes `output_dir` in `target_format`, returns the
@@ -204,18 +204,18 @@ def convert_checkpoint(
     if source_format == target_format:
         raise ValueError(f"source and target format are both {source_format!r}: nothing to convert")
     model = read_model(source_format, input_path, config_file, ignore_variables)
-    if spm_model_file is not None:
+    if spm_model is not None:
         from albert_tf.text.vocab_check import check_vocabulary_matches
 
         check_vocabulary_matches(
-            spm_model_file,
+            spm_model,
             model.backbone.config,
             flag="--spm_model_file",
             model=config_file or input_path,
         )
     # Hugging Face's AlbertTokenizer replaces `` and '' by ": a model from there expects that.
     tex_quotes = source_format == "huggingface"
-    write_model(model, target_format, output_dir, spm_model_file, tex_quotes)
+    write_model(model, target_format, output_dir, spm_model, tex_quotes)
     logging.info(
         "Converted %s (%s) to %s (%s)", input_path, source_format, output_dir, target_format
     )

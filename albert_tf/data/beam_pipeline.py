@@ -88,14 +88,14 @@ def _key_by_window(item, first_indices: dict, window: int):
 class _ProcessWindow(_DoFn):
     """(window, [(global index, document)]) -> serialized records; merged stats to a side output."""
 
-    def __init__(self, model_proto: bytes, lower_case: bool, config: pretraining.CreationConfig):
-        self.model_proto = model_proto
+    def __init__(self, spm_model: bytes, lower_case: bool, config: pretraining.CreationConfig):
+        self.spm_model = spm_model
         self.lower_case = lower_case
         self.config = config
         self.processor = None
 
     def setup(self):
-        tokenizer = pretraining._load_tokenizer(self.model_proto, self.lower_case)
+        tokenizer = pretraining.load_tokenizer(self.spm_model, self.lower_case)
         self.processor = pretraining.WindowProcessor(tokenizer, self.config)
 
     def process(self, element):
@@ -177,7 +177,7 @@ def build_pipeline(
     pipeline,
     paths: Sequence[str],
     output_file: str,
-    model_proto: bytes,
+    spm_model: bytes,
     *,
     lower_case: bool,
     config: pretraining.CreationConfig,
@@ -205,7 +205,7 @@ def build_pipeline(
         >> beam.Map(_key_by_window, beam.pvalue.AsSingleton(first_indices), config.document_window)
         | "GroupWindows" >> beam.GroupByKey()
         | "Instances"
-        >> beam.ParDo(_ProcessWindow(model_proto, lower_case, config)).with_outputs(
+        >> beam.ParDo(_ProcessWindow(spm_model, lower_case, config)).with_outputs(
             _STATS, main="records"
         )
     )
@@ -272,7 +272,7 @@ def pipeline_options(runner: str, beam_options: Optional[str] = ""):
 def create_pretraining_data(
     input_spec,
     output_file: str,
-    spm_model_file,
+    spm_model,
     *,
     runner: str,
     beam_options: str = "",
@@ -294,8 +294,8 @@ def create_pretraining_data(
         )
     options = pipeline_options(runner, beam_options)
     paths = _corpus_files(input_spec)
-    _, summary_file, model_proto, tokenizer = pretraining.prepare_run(
-        input_spec, output_file, spm_model_file, lower_case, num_output_shards, True
+    _, summary_file, spm_model, tokenizer = pretraining.prepare_run(
+        input_spec, output_file, spm_model, lower_case, num_output_shards, True
     )
     check_file = pretraining.file_check(
         tokenizer, config.instance.max_seq_length, input_format, check_input_format
@@ -309,7 +309,7 @@ def create_pretraining_data(
         pipeline,
         paths,
         output_file,
-        model_proto,
+        spm_model,
         lower_case=lower_case,
         config=config,
         num_output_shards=num_output_shards,

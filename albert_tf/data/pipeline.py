@@ -198,7 +198,7 @@ def dynamic_masking_dataset(
     batch_size: int,
     max_seq_length: int,
     max_predictions_per_seq: int,
-    spm_model_file=None,
+    spm_model=None,
     *,
     vocab: Optional[masking.MaskingVocab] = None,
     masked_lm_prob: float = 0.15,
@@ -219,16 +219,16 @@ def dynamic_masking_dataset(
     the host, one batch per call; each record gets a seed from
     `tf.data.Dataset.random(seed, rerandomize_each_iteration=True)`, so masks differ between
     epochs (and between iterations of the dataset) yet repeat exactly for the same seed. Needs a
-    Python host (not tf.data service workers). The vocabulary comes from `spm_model_file` (or
+    Python host (not tf.data service workers). The vocabulary comes from `spm_model` (or
     pass `vocab`): random replacements never draw special pieces.
     """
     _check_args(batch_size, max_seq_length, max_predictions_per_seq)
     if vocab is None:
-        if spm_model_file is None:
-            raise ValueError("dynamic_masking_dataset needs spm_model_file (or vocab=MaskingVocab)")
+        if spm_model is None:
+            raise ValueError("dynamic_masking_dataset needs spm_model (or vocab=MaskingVocab)")
         from albert_tf.text.tokenizer import SentencePieceTokenizer
 
-        vocab = masking.MaskingVocab.from_tokenizer(SentencePieceTokenizer(spm_model_file))
+        vocab = masking.MaskingVocab.from_tokenizer(SentencePieceTokenizer(spm_model))
     config = masking.MaskingConfig(
         masked_lm_prob, max_predictions_per_seq, ngram, favor_shorter_ngram
     )

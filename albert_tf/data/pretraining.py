@@ -19,7 +19,7 @@ after the other (pass k's instances precede pass k+1's in every shard).
 summary of this module) as an Apache Beam pipeline.
 
 >>> summary = create_pretraining_data("builtin:docstrings", "/tmp/out.tfrecord",
-...     spm_model_file="30k-clean.model", config=CreationConfig(dupe_factor=1))  # doctest: +SKIP
+...     spm_model="30k-clean.model", config=CreationConfig(dupe_factor=1))  # doctest: +SKIP
 """
 
 import collections
@@ -180,10 +180,12 @@ class WindowProcessor:
 _WORKER: Optional[WindowProcessor] = None
 
 
-def _load_tokenizer(model_proto: bytes, lower_case: bool):
+def load_tokenizer(spm_model: bytes, lower_case: bool):
+    """A `SentencePieceTokenizer` from the model's bytes (what worker processes build theirs
+    from: bytes pickle, a tokenizer does not)."""
     from albert_tf.text.tokenizer import SentencePieceTokenizer
 
-    return SentencePieceTokenizer(model_proto, lower_case=lower_case)
+    return SentencePieceTokenizer(spm_model, lower_case=lower_case)
 
 
 def _init_worker(tokenizer_factory, factory_args, config):
@@ -297,7 +299,7 @@ def file_check(tokenizer, max_seq_length: int, input_format: str, check_input_fo
 def prepare_run(
     input_spec,
     output_file: str,
-    spm_model_file,
+    spm_model,
     lower_case: bool,
     num_output_shards: int,
     write_summary: bool,
@@ -313,7 +315,7 @@ def prepare_run(
     refuse_outputs_that_are_inputs(
         output_file, outputs + [summary_file] * bool(summary_file), input_spec
     )
-    model_proto = read_model_proto(spm_model_file)
+    model_proto = read_model_proto(spm_model)
     tokenizer = SentencePieceTokenizer(model_proto, lower_case=lower_case)  # fails early if bad
     return outputs, summary_file, model_proto, tokenizer
 
@@ -425,7 +427,7 @@ def create_from_documents(
 def create_pretraining_data(
     input_spec,
     output_file: str,
-    spm_model_file,
+    spm_model,
     *,
     lower_case: bool = True,
     config: Optional[CreationConfig] = None,
@@ -453,7 +455,7 @@ def create_pretraining_data(
 
     config = config or CreationConfig()
     outputs, summary_file, model_proto, tokenizer = prepare_run(
-        input_spec, output_file, spm_model_file, lower_case, num_output_shards, write_summary
+        input_spec, output_file, spm_model, lower_case, num_output_shards, write_summary
     )
     check_file = file_check(
         tokenizer, config.instance.max_seq_length, input_format, check_input_format
@@ -481,7 +483,7 @@ def create_pretraining_data(
     summary = create_from_documents(
         document_source,
         outputs,
-        _load_tokenizer,
+        load_tokenizer,
         (model_proto, lower_case),
         config,
         num_workers=num_workers,

@@ -31,7 +31,7 @@ class TaskSpec:
     Attributes:
         name: canonical task name ("mnli", "sts-b", ...).
         labels: label strings in id order; None for a regression task (one float score).
-        metrics: metric names (see `albert_tf.models.metrics.METRICS`); the first selects the
+        metrics: metric names (see `albert_tf.metrics.glue_metrics.METRICS`); the first selects the
             best checkpoint (the original selects on Matthews for CoLA, Pearson for STS-B,
             accuracy otherwise).
         text_columns: one or two columns holding the text(s): header names or 0-based indices.

@@ -1,10 +1,16 @@
-"""albert_tf.export: SavedModels for TF Serving that take raw text (each module imported on use).
+"""albert_tf.export: SavedModels for TF Serving and LiteRT files that take raw text (each module
+imported on use).
 
-- `saved_model`: `export_classifier`, `export_backbone` (and the shared float32 copy, versioned
-  writing, description).
-- `entities`: `export_token_classifier` (raw text -> entities with character offsets).
-- `question_answering`: `export_question_answerer` (question + context -> answer span).
-- `multiple_choice`: `export_multiple_choice` (article, question, options -> answer).
+- `serving_spec`: what a task's `serving_spec` returns and the builders consume.
+- `saved_model`: `build` (any `SavedModelSpec`), `export_classifier`, `export_backbone` (and the
+  shared float32 copy, versioned writing, description).
+- `token_classifier_serving`: `export_token_classifier` (raw text -> entities with character
+  offsets).
+- `squad_serving`: `export_question_answerer` (question + context -> answer span).
+- `multiple_choice_serving`: `export_multiple_choice` (article, question, options -> answer).
+- `litert`: `build` (any `LiteRTSpec`), text classifiers' LiteRT graphs; `litert_qa`: SQuAD's;
+  `litert_text`, `dense`: their tokenizer and dense-graph pieces; `litert_quiet`: quiet
+  conversion.
 - `versions`, `warmup`: version directories and TF Serving warmup requests.
 """
 

@@ -39,16 +39,19 @@ int8 weights, float activations); "int8" (integer weights and activations calibr
 representative data set of raw texts; ops without an int8 kernel, such as the tokenizer and
 the softmaxes of the while loop, stay float).
 
-`export_finetuned` measures each variant against the reference and marks it "passes" when it
-agrees on at least `MIN_AGREEMENT` of the dev texts (top-1; SQuAD: the answer), else logs a
-WARNING and records it in the report. `DEFAULT_VARIANTS` are the ones that pass on the models
+`build` writes the variants of any task's `serving_spec.LiteRTSpec` (`text_spec` here for
+classifiers and token classifiers, `litert_qa.litert_spec` for SQuAD; `export_finetuned` takes
+it from `task.serving_spec`), measures each against the spec's reference and marks it "passes"
+when it agrees on at least `MIN_AGREEMENT` of the dev texts (top-1; SQuAD: the answer), else
+logs a WARNING and records it in the report. `DEFAULT_VARIANTS` are the ones that pass on the models
 measured (docs/litert.md): full-integer "int8" is not among them (the demo classifier: 73.5%
 top-1 agreement, accuracy 72.3% -> 66.9%; "int8_dynamic" 99.6%), but stays selectable.
 
 >>> report = {"kind": "classification", "variants": {
 ...     "int8_dynamic": {"top1_agreement": 0.996, "rows": 500},
 ...     "int8": {"top1_agreement": 0.735, "rows": 500}}}
->>> [(name, e["passes"]) for name, e in judge_variants(report)["variants"].items()]
+>>> judged = judge_variants(report, unit="texts")
+>>> [(name, e["passes"]) for name, e in judged["variants"].items()]
 [('int8_dynamic', True), ('int8', False)]
 >>> print(report["variants"]["int8"]["warning"])  # doctest: +NORMALIZE_WHITESPACE
 int8 agrees with the reference on 73.5% of 500 dev texts, below min_agreement=99%: not a
@@ -59,7 +62,7 @@ import tensorflow as tf
 import tensorflow_text as tft
 
 from albert_tf.convert.weights import ConversionError
-from albert_tf.export import litert_quiet, litert_text
+from albert_tf.export import dense, litert_quiet, litert_text
 from albert_tf.export.saved_model import float32_copy
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -88,11 +91,12 @@ class LiteTextInputs:
 
     Args:
         preprocessor: the task's `AlbertPreprocessor` (vocabulary, casing, truncation, ids).
-        seq_length: packed length (default: the preprocessor's).
+        max_seq_length: packed length (default: the preprocessor's), the `seq_length`
+            attribute.
     """
 
-    def __init__(self, preprocessor, seq_length=None):
-        self.seq_length = int(seq_length or preprocessor.seq_length)
+    def __init__(self, preprocessor, max_seq_length=None):
+        self.seq_length = int(max_seq_length or preprocessor.seq_length)
         if self.seq_length < 3:
             raise ValueError(f"seq_length must be >= 3, got {self.seq_length}")
         self.lower_case = preprocessor.lower_case
@@ -170,13 +174,7 @@ class LiteTextInputs:
         ends = tf.cumsum(lengths)
         begins = ends - lengths  # global piece offset of each word
         bounds = tf.gather(tf.concat([[0], ends], axis=0), word_splits)  # [B + 1]
-        row = tf.reduce_sum(
-            tf.cast(
-                tf.range(tf.size(lengths))[:, tf.newaxis] >= tf.expand_dims(word_splits[1:], 0),
-                tf.int32,
-            ),
-            axis=1,
-        )
+        row = dense.row_ids(word_splits, tf.size(lengths))
         first = 1 + begins - tf.gather(bounds, row)
         budget = self.seq_length - 2
         first = tf.where(first <= budget, first, self.seq_length)
@@ -246,13 +244,7 @@ def _token_classifier_fn(model, inputs):
         num_words = word_splits[1:] - word_splits[:-1]
         tagged = first < inputs.seq_length
         # Words per text that fit in the window (they are a prefix of the text's words).
-        row = tf.reduce_sum(
-            tf.cast(
-                tf.range(tf.size(first))[:, tf.newaxis] >= tf.expand_dims(word_splits[1:], 0),
-                tf.int32,
-            ),
-            axis=1,
-        )
+        row = dense.row_ids(word_splits, tf.size(first))
         count = tf.math.unsorted_segment_sum(tf.cast(tagged, tf.int32), row, tf.size(num_words))
         width = tf.reduce_max(tf.concat([count, [0]], axis=0))
         k = tf.range(width)[tf.newaxis, :]
@@ -273,12 +265,12 @@ def _token_classifier_fn(model, inputs):
     return tf.function(outputs, input_signature=[_TEXT], autograph=False)
 
 
-def serving_function(model, preprocessor, seq_length=None, pair=False):
+def serving_function(model, preprocessor, max_seq_length=None, pair=False):
     """The `tf.function` (raw text in) that `export_litert` converts, for a float32 copy of
     `model` (an `AlbertClassifier` or `AlbertTokenClassifier`). Runs in TensorFlow too."""
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
-    inputs = LiteTextInputs(preprocessor, seq_length)
+    inputs = LiteTextInputs(preprocessor, max_seq_length)
     model = float32_copy(model)
     if isinstance(model, AlbertTokenClassifier):
         if pair:
@@ -374,7 +366,7 @@ def export_litert(
     preprocessor,
     path,
     variant="float32",
-    seq_length=None,
+    max_seq_length=None,
     pair=False,
     representative_texts=None,
 ):
@@ -386,13 +378,13 @@ def export_litert(
         preprocessor: the task's `AlbertPreprocessor`.
         path: output file (local or gs://).
         variant: one of `VARIANTS`.
-        seq_length: fixed packed length (default: the preprocessor's).
+        max_seq_length: fixed packed length (default: the preprocessor's).
         pair: the classifier's signature takes `text` and `text_pair`.
         representative_texts: calibration batches for "int8" (see `convert`).
     """
     from albert_tf import files
 
-    fn = serving_function(model, preprocessor, seq_length, pair)
+    fn = serving_function(model, preprocessor, max_seq_length, pair)
     data = convert(fn, variant, representative_texts)
     files.write_atomic(path, data)
     return len(data)
@@ -472,13 +464,13 @@ def _rows(result):
     }
 
 
-def reference_outputs(fn_or_model, preprocessor, columns, seq_length=None, batch_size=64):
+def reference_outputs(fn_or_model, preprocessor, columns, max_seq_length=None, batch_size=64):
     """The reference for `run_file`: an `AlbertClassifier` with the preprocessor at the same
-    `seq_length` (what the SavedModel export serves), or a `serving_function` run in TensorFlow
+    `max_seq_length` (what the SavedModel export serves), or a `serving_function` run in TensorFlow
     (the token classifier: the same graph on TensorFlow kernels)."""
     import numpy as np
 
-    pre = preprocessor.with_padding(False, seq_length or preprocessor.seq_length)
+    pre = preprocessor.with_padding(False, max_seq_length or preprocessor.seq_length)
     outputs = {}
     count = len(next(iter(columns.values())))
     for start in range(0, count, batch_size):
@@ -526,12 +518,12 @@ def agreement(outputs, reference, labels=None):
     return result
 
 
-def token_agreement(preprocessor, texts, seq_length=None):
+def token_agreement(preprocessor, texts, max_seq_length=None):
     """Fraction of `texts` whose LiteRT token ids equal `AlbertPreprocessor`'s (both packed to
-    `seq_length`); the differences left are listed in `albert_tf.export.litert_text`."""
+    `max_seq_length`); the differences left are listed in `albert_tf.export.litert_text`."""
     import numpy as np
 
-    lite = LiteTextInputs(preprocessor, seq_length)
+    lite = LiteTextInputs(preprocessor, max_seq_length)
     pre = preprocessor.with_padding(False, lite.seq_length)
     same = 0
     for start in range(0, len(texts), 256):
@@ -541,28 +533,24 @@ def token_agreement(preprocessor, texts, seq_length=None):
     return same / max(len(texts), 1)
 
 
-def task_texts(task, split, limit=None):
-    """({"text": [...], ("text_pair": [...])}, labels) of a loaded split of a fine-tuning task:
-    a classifier's texts, or a tagging task's sentences joined with spaces (labels: each
-    sentence's tag ids)."""
+def text_columns(inputs, labels=None, limit=None):
+    """({"text": [...], ("text_pair": [...])}, labels) of a classification split's inputs
+    (lists of texts by input name) and labels, the first `limit` of each."""
     import numpy as np
 
-    if task.kind == "token_classification":
-        words = task.sentences[split].words[:limit]
-        labels = task.tag_ids.get(split)
-        return (
-            {"text": [" ".join(w) for w in words]},
-            None if labels is None else [np.asarray(t) for t in labels[:limit]],
-        )
-    if task.kind != "classification":
-        raise ValueError(
-            f"LiteRT export supports classification and token_classification "
-            f"tasks, not {task.kind!r} (SQuAD and RACE are not exported yet)"
-        )
-    features = task.features(split)
-    columns = {k: [str(t) for t in v[:limit]] for k, v in features.inputs.items()}
-    labels = None if features.labels is None else np.asarray(features.labels)[:limit]
-    return columns, labels
+    columns = {k: [str(t) for t in v[:limit]] for k, v in inputs.items()}
+    return columns, None if labels is None else np.asarray(labels)[:limit]
+
+
+def sentence_columns(words, tag_ids=None, limit=None):
+    """({"text": [...]}, labels) of a tagging split: its sentences' words joined with spaces
+    and each sentence's tag ids, the first `limit` of each."""
+    import numpy as np
+
+    return (
+        {"text": [" ".join(w) for w in words[:limit]]},
+        None if tag_ids is None else [np.asarray(t) for t in tag_ids[:limit]],
+    )
 
 
 def _row_labels(labels, num_words):
@@ -574,91 +562,148 @@ def _row_labels(labels, num_words):
     return np.concatenate(parts) if parts else np.zeros([0], np.int64)
 
 
+def text_spec(
+    model,
+    preprocessor,
+    texts,
+    kind,
+    name,
+    pair=False,
+    max_seq_length=None,
+    max_eval_examples=None,
+    max_windows=None,
+):
+    """The `LiteRTSpec` of a text classifier or token classifier (`serving_function`).
+
+    Args:
+        model: the trained `AlbertClassifier` or `AlbertTokenClassifier`.
+        preprocessor: its `AlbertPreprocessor`.
+        texts: (split, limit) -> (columns, labels) of "train" (int8 calibration) and "dev"
+            (`text_columns`, `sentence_columns`).
+        kind, name: the task's, for the report.
+        pair: the classifier takes `text` and `text_pair`.
+        max_seq_length: fixed packed length (default: the preprocessor's).
+        max_eval_examples: dev texts measured on (default: all).
+        max_windows: unused (SQuAD's option).
+
+    The reference: a classifier's Keras float32 model with the preprocessor (what the
+    SavedModel serves); a token classifier's same graph run in TensorFlow.
+    """
+    from albert_tf.export.serving_spec import LiteRTSpec
+    from albert_tf.models.token_classifier import AlbertTokenClassifier
+
+    del max_windows
+    max_seq_length = int(max_seq_length or preprocessor.seq_length)
+    fn = serving_function(model, preprocessor, max_seq_length, pair)
+    dev, labels = texts("dev", max_eval_examples)
+    same_graph = isinstance(model, AlbertTokenClassifier)
+
+    def header(reference):
+        return {
+            "kind": kind,
+            "task": name,
+            "seq_length": max_seq_length,
+            "pair": pair,
+            "lower_case": preprocessor.lower_case,
+            "truncation": preprocessor.truncation,
+            "eval_examples": len(dev["text"]),
+            "reference": (
+                "the same graph run in TensorFlow (float32)"
+                if same_graph
+                else "Keras float32 model + AlbertPreprocessor (the SavedModel's serving_default)"
+            ),
+            "token_agreement": token_agreement(preprocessor, dev["text"], max_seq_length),
+        }
+
+    def calibration(count, batch_size):
+        train, _ = texts("train", count)
+        total = len(train["text"])
+        return [[train[k][i : i + batch_size] for k in train] for i in range(0, total, batch_size)]
+
+    def score(outputs, reference):
+        rows = None if labels is None else _row_labels(labels, reference.get("num_words"))
+        return agreement(outputs, reference, rows)
+
+    return LiteRTSpec(
+        function=fn,
+        inputs=dev,
+        calibration=calibration,
+        run=run_file,
+        reference=lambda inputs: reference_outputs(
+            fn if same_graph else model, preprocessor, inputs, max_seq_length
+        ),
+        header=header,
+        score=score,
+        format_report=format_report,
+        unit="words" if same_graph else "texts",
+    )
+
+
+def write_variant(fn, variant, path, representative_texts=None):
+    """Converts `fn` to `variant` (`convert`) and writes it to `path` (atomically); returns its
+    report entry: {"file", "bytes", "text_ops_bytes"}."""
+    from albert_tf import files
+
+    data = convert(fn, variant, representative_texts)
+    files.write_atomic(path, data)
+    return {"file": path, "bytes": len(data), "text_ops_bytes": text_ops_bytes(data)}
+
+
+@litert_quiet.quiet()
+def build(
+    spec,
+    output_dir,
+    variants=DEFAULT_VARIANTS,
+    num_representative=100,
+    batch_size=32,
+    min_agreement=MIN_AGREEMENT,
+):
+    """Writes a `serving_spec.LiteRTSpec` as `<output_dir>/model_<variant>.tflite` for each
+    variant, measures each against the spec's reference on its dev inputs, and writes and
+    returns the report (`<output_dir>/litert_report.json`; a variant agreeing on less than
+    `min_agreement` is marked and warned about, `judge_variants`). "int8" is calibrated on
+    `num_representative` training inputs; the files run `batch_size` inputs at a time."""
+    import os
+
+    from albert_tf import files
+
+    reference = spec.reference(spec.inputs)
+    report = dict(spec.header(reference), variants={})
+    tf.io.gfile.makedirs(output_dir)
+    for variant in variants:
+        calibration = None
+        if variant == "int8":
+            calibration = spec.calibration(num_representative, batch_size)
+        path = os.path.join(output_dir, f"model_{variant}.tflite")
+        entry = write_variant(spec.function, variant, path, calibration)
+        entry.update(spec.score(spec.run(path, spec.inputs, batch_size), reference))
+        report["variants"][variant] = entry
+    size_ratios(report["variants"])
+    judge_variants(report, min_agreement, spec.unit)
+    files.write_json(os.path.join(output_dir, "litert_report.json"), report)
+    return report
+
+
 @litert_quiet.quiet()
 def export_finetuned(
     model,
     task,
     output_dir,
     variants=DEFAULT_VARIANTS,
-    seq_length=None,
+    max_seq_length=None,
     num_representative=100,
     max_eval_examples=None,
     batch_size=32,
     max_windows=4,
     min_agreement=MIN_AGREEMENT,
 ):
-    """Exports a fine-tuned task's model as `<output_dir>/model_<variant>.tflite` for each
-    variant and measures each against the reference on the task's dev texts; writes and returns
-    the report (`<output_dir>/litert_report.json`), in which a variant that agrees with the
-    reference on less than `min_agreement` of them is marked and warned about
-    (`judge_variants`). `task` has its train and dev splits loaded (train: the int8 calibration
-    texts). A SQuAD task goes to `litert_qa.export_finetuned` (`max_windows`: its doc-stride
-    windows per question)."""
-    import os
-
-    from albert_tf import files
-
-    if task.kind == "squad":
-        from albert_tf.export import litert_qa
-
-        return litert_qa.export_finetuned(
-            model,
-            task,
-            output_dir,
-            variants,
-            seq_length,
-            num_representative,
-            max_eval_examples,
-            batch_size,
-            max_windows,
-            min_agreement,
-        )
-    pre = task.preprocessor
-    pair = task.kind == "classification" and task.spec.is_pair
-    seq_length = int(seq_length or pre.seq_length)
-    fn = serving_function(model, pre, seq_length, pair)
-    dev, labels = task_texts(task, "dev", max_eval_examples)
-    if task.kind == "classification":
-        reference = reference_outputs(model, pre, dev, seq_length)
-    else:
-        reference = reference_outputs(fn, pre, dev, seq_length)
-    row_labels = None if labels is None else _row_labels(labels, reference.get("num_words"))
-    report = {
-        "kind": task.kind,
-        "task": task.name,
-        "seq_length": seq_length,
-        "pair": pair,
-        "lower_case": pre.lower_case,
-        "truncation": pre.truncation,
-        "eval_examples": len(dev["text"]),
-        "reference": (
-            "Keras float32 model + AlbertPreprocessor (the SavedModel's serving_default)"
-            if task.kind == "classification"
-            else "the same graph run in TensorFlow (float32)"
-        ),
-        "token_agreement": token_agreement(pre, dev["text"], seq_length),
-        "variants": {},
-    }
-    tf.io.gfile.makedirs(output_dir)
-    for variant in variants:
-        calibration = None
-        if variant == "int8":
-            train, _ = task_texts(task, "train", num_representative)
-            count = len(train["text"])
-            calibration = [
-                [train[k][i : i + batch_size] for k in train] for i in range(0, count, batch_size)
-            ]
-        path = os.path.join(output_dir, f"model_{variant}.tflite")
-        data = convert(fn, variant, calibration)
-        files.write_atomic(path, data)
-        outputs = run_file(path, dev, batch_size)
-        entry = {"file": path, "bytes": len(data), "text_ops_bytes": text_ops_bytes(data)}
-        entry.update(agreement(outputs, reference, row_labels))
-        report["variants"][variant] = entry
-    size_ratios(report["variants"])
-    judge_variants(report, min_agreement)
-    files.write_json(os.path.join(output_dir, "litert_report.json"), report)
-    return report
+    """`build` of a fine-tuned task's `serving_spec(model, max_seq_length)`: its LiteRT files and
+    report (see `build`). `max_windows`: SQuAD's doc-stride windows per question. A task
+    without a LiteRT export (RACE, served by its SavedModel) raises ValueError."""
+    spec = task.serving_spec(model, max_seq_length).litert_spec(
+        max_eval_examples=max_eval_examples, max_windows=max_windows
+    )
+    return build(spec, output_dir, variants, num_representative, batch_size, min_agreement)
 
 
 def size_ratios(variants):
@@ -672,16 +717,13 @@ def size_ratios(variants):
             entry["model_size_ratio"] = (entry["bytes"] - entry["text_ops_bytes"]) / model_bytes
 
 
-_UNITS = {"classification": "texts", "token_classification": "words", "squad": "questions"}
-
-
-def judge_variants(report, min_agreement=MIN_AGREEMENT):
+def judge_variants(report, min_agreement=MIN_AGREEMENT, unit="rows"):
     """Adds to each variant entry of `report` "passes" (its agreement with the reference is at
     least `min_agreement`; None for a regression model, which has no top-1) and "warning" (why
-    not, else None), and "min_agreement" to the report; logs each warning. Returns `report`."""
+    not, else None; counted in `unit`: texts, words, questions), and "min_agreement" to the
+    report; logs each warning. Returns `report`."""
     from absl import logging
 
-    unit = _UNITS.get(report.get("kind"), "rows")
     report["min_agreement"] = min_agreement
     for name, entry in report["variants"].items():
         key = next((k for k in _AGREEMENT_KEYS if k in entry), None)
@@ -710,16 +752,12 @@ def passes_note(report):
     return f"; passes: agreement >= {100 * report['min_agreement']:g}%"
 
 
-def _ratio(entry, key):
+def ratio_column(entry, key):
     return f"{entry[key]:.2f}" if key in entry else "-"
 
 
 def format_report(report):
-    """The report as a text table (one line per variant)."""
-    if report["kind"] == "squad":
-        from albert_tf.export import litert_qa
-
-        return litert_qa.format_report(report)
+    """A text classifier's report as a text table (one line per variant)."""
     tokenizer = next(iter(report["variants"].values()), {}).get("text_ops_bytes")
     lines = [
         f"{report['task']} ({report['kind']}), seq_length {report['seq_length']}, "
@@ -734,8 +772,8 @@ def format_report(report):
         agree = e.get("top1_agreement")
         accuracy = e.get("accuracy")
         lines.append(
-            f"{name:<13}{e['bytes']:>11,}{_ratio(e, 'size_ratio'):>7}"
-            f"{_ratio(e, 'model_size_ratio'):>8}"
+            f"{name:<13}{e['bytes']:>11,}{ratio_column(e, 'size_ratio'):>7}"
+            f"{ratio_column(e, 'model_size_ratio'):>8}"
             + (
                 f"{agree:>10.4f}{e['max_prob_diff']:>10.2e}"
                 if agree is not None

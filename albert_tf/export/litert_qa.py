@@ -9,7 +9,7 @@ and `context` (UTF-8 strings [B]) and returns, per question:
 - `start_piece`, `end_piece` (int32 [B]): the span's first and last context pieces (indices
   into the context's SentencePiece ids, -1 when there is none);
 - `score` (float32 [B]): v1 the start + end logit, v2 the start + end log-probability of the
-  beam (-2e6 without a valid span), as the SavedModel (`export.question_answering`);
+  beam (-2e6 without a valid span), as the SavedModel (`export.squad_serving`);
 - `num_windows` (int32 [B]) and `truncated` (bool [B]: the context had more pieces than
   `max_windows` windows hold; its end was not read);
 - v2 (`AlbertSquadV2Model`): `has_answer` (bool [B]: a valid span and a null score, the lowest
@@ -23,7 +23,7 @@ model always runs on B x max_windows windows (unused ones are masked out of the 
 context longer than the windows cover, ``(max_windows - 1) * stride + window`` pieces, is
 truncated (`truncated` is True): its answer comes from its first part.
 
-The span search is the SavedModel's (`model_outputs`, `_candidates`: v1 the top `n_best_size`
+The span search is the SavedModel's (`model_outputs`, `candidates`: v1 the top `n_best_size`
 starts x ends per window, v2 the model's beam; start <= end context pieces, at most
 `max_answer_length`, the start in its max-context window, not only whitespace; the best
 score, ties to the earlier window, start, end).
@@ -40,7 +40,7 @@ the interpreter; it would also give normalized text). Answers therefore equal th
 except where the tokenizations differ (see `litert.LiteTextInputs`) or a span starts or ends
 inside a word that is not spelled exactly (the answer then holds the whole word).
 
->>> from albert_tf.data.squad import FeatureSettings
+>>> from albert_tf.data.squad_features import FeatureSettings
 >>> export_litert_qa(model, "30k-clean.model", "qa.tflite",
 ...                  FeatureSettings(384, 128, 64), max_windows=4)  # doctest: +SKIP
 >>> answer = litert.interpreter("qa.tflite").get_signature_runner()  # doctest: +SKIP
@@ -50,13 +50,14 @@ inside a word that is not spelled exactly (the answer then holds the whole word)
 import tensorflow as tf
 import tensorflow_text as tft
 
-from albert_tf.export import litert, litert_quiet
-from albert_tf.export.question_answering import (
-    _NULL_START,
+from albert_tf.data.squad_features import NO_WINDOW_NULL_SCORE
+from albert_tf.export import dense, litert, litert_quiet
+from albert_tf.export.squad_serving import (
     NO_SPAN_SCORE,
-    _candidates,
-    _is_v2,
+    candidates,
+    is_v2,
     model_outputs,
+    valid_spans,
 )
 
 _BIG = 2**31 - 1
@@ -86,18 +87,83 @@ def piece_bytes(spm_model):
     return lengths
 
 
-def _row_ids(splits, size):
-    """The row of each of `size` values given int32 row_splits (empty rows allowed)."""
-    marks = tf.scatter_nd(
-        splits[1:-1, tf.newaxis], tf.ones_like(splits[1:-1]), tf.reshape(size + 1, [1])
+def question_windows(q_ids, q_splits, ids, splits, settings, max_windows, cls_id, sep_id, pad_id):
+    """`max_windows` windows of [CLS] question [SEP] context [SEP] per question, dense: the
+    LiteRT twin of `squad_serving.question_windows` (and of the Python
+    `squad_features.window_spans` + `squad_features.max_context_windows`).
+
+    Args:
+        q_ids, q_splits: the questions' piece ids (int32 [Q]) and row_splits (int32 [B + 1]).
+        ids, splits: the contexts' piece ids and row_splits.
+        settings: a `FeatureSettings` (max_seq_length, doc_stride, max_query_length).
+        max_windows: windows per question (fixed; a longer context is truncated).
+        cls_id, sep_id, pad_id: the special pieces.
+
+    Returns a dict: model inputs (`WINDOW_KEYS`, int32 [B, W, S]); per position `piece` (the
+    context piece index in its context, -1 elsewhere), `flat` (its index in `ids`),
+    `is_context`, `max_context` (bool [B, W, S]); per question `num_windows` (int32 [B]) and
+    `truncated` (bool [B]).
+    """
+    s = settings
+    seq, windows = s.max_seq_length, max_windows
+    q_length = tf.minimum(q_splits[1:] - q_splits[:-1], s.max_query_length)
+    num_pieces = splits[1:] - splits[:-1]
+    window_length = seq - q_length - 3
+    stride = tf.minimum(window_length, s.doc_stride)
+    needed = tf.maximum(num_pieces - window_length, 0)
+    count = tf.where(num_pieces > 0, 1 + (needed + stride - 1) // stride, 0)
+    used = tf.minimum(count, windows)
+    w = tf.range(windows)[tf.newaxis, :]  # [1, W]
+    start = w * stride[:, tf.newaxis]  # [B, W]
+    length = tf.where(
+        w < used[:, tf.newaxis],
+        tf.minimum(window_length[:, tf.newaxis], num_pieces[:, tf.newaxis] - start),
+        0,
     )
-    return tf.cumsum(marks)[:size]
-
-
-def _span(begins, ends, values):
-    """Per row of int32 `begins`/`ends` ([R]): values (an inclusive cumsum with a leading 0,
-    [n + 1]) summed over [begin, end)."""
-    return tf.gather(values, ends) - tf.gather(values, begins)
+    zeros = tf.zeros_like(start)[:, :, tf.newaxis] + tf.zeros([1, 1, seq], tf.int32)
+    position = tf.range(seq)[tf.newaxis, tf.newaxis, :] + zeros  # [B, W, S]
+    q_end = q_length[:, tf.newaxis, tf.newaxis] + zeros  # last question position
+    local = position - q_end - 2  # position in the window's context
+    window_end = length[:, :, tf.newaxis] + zeros
+    is_context = (local >= 0) & (local < window_end)
+    piece = start[:, :, tf.newaxis] + local  # index among the example's pieces
+    flat = tf.clip_by_value(splits[:-1, tf.newaxis, tf.newaxis] + piece, 0, tf.size(ids))
+    q_flat = tf.clip_by_value(
+        q_splits[:-1, tf.newaxis, tf.newaxis] + position - 1, 0, tf.size(q_ids)
+    )
+    word_ids = tf.where(
+        is_context,
+        tf.gather(tf.concat([ids, [pad_id]], 0), flat),
+        tf.where(tf.equal(local, window_end), sep_id, pad_id),
+    )
+    word_ids = tf.where(tf.equal(position, q_end + 1), sep_id, word_ids)
+    is_question = (position >= 1) & (position <= q_end)
+    word_ids = tf.where(is_question, tf.gather(tf.concat([q_ids, [pad_id]], 0), q_flat), word_ids)
+    word_ids = tf.where(tf.equal(position, 0), cls_id, word_ids)
+    # Max context (question_windows' rule): piece k's score in every window w'.
+    k = piece[..., tf.newaxis]  # [B, W, S, 1]
+    offset = k - start[:, tf.newaxis, tf.newaxis, :]
+    others = length[:, tf.newaxis, tf.newaxis, :]
+    score = tf.where(
+        (offset >= 0) & (offset < others),
+        100 * tf.minimum(offset, others - 1 - offset) + others,
+        -1,
+    )
+    best = tf.reduce_max(score, axis=-1, keepdims=True)
+    first = tf.reduce_min(tf.where(tf.equal(score, best), tf.range(windows), windows), -1)
+    owner = tf.equal(first, tf.range(windows)[tf.newaxis, :, tf.newaxis])
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": tf.cast(position < q_end + 3 + window_end, tf.int32),
+        "input_type_ids": tf.cast((local >= 0) & (local <= window_end), tf.int32),
+        "p_mask": 1 - tf.cast(tf.equal(position, 0) | is_context, tf.int32),
+        "piece": tf.where(is_context, piece, -1),
+        "is_context": is_context,
+        "max_context": is_context & owner,
+        "flat": flat,
+        "num_windows": used,
+        "truncated": count > windows,
+    }
 
 
 class LiteQuestionWindows:
@@ -109,7 +175,7 @@ class LiteQuestionWindows:
             max_query_length).
         max_windows: windows per question (fixed).
 
-    >>> from albert_tf.data.squad import FeatureSettings
+    >>> from albert_tf.data.squad_features import FeatureSettings
     >>> from albert_tf.models.preprocessor import AlbertPreprocessor
     >>> windows = LiteQuestionWindows(AlbertPreprocessor("30k-clean.model"),
     ...                               FeatureSettings(12, 4, 4), max_windows=3)
@@ -134,7 +200,7 @@ class LiteQuestionWindows:
         word_begin = tf.cast(word_begin.flat_values, tf.int32)
         word_end = tf.cast(word_end.flat_values, tf.int32)
         ids, splits = self.text.tokenize(words.flat_values)
-        word = _row_ids(splits, tf.size(ids))  # the word of each piece
+        word = dense.row_ids(splits, tf.size(ids))  # the word of each piece
         length = tf.cast(tf.gather(self.piece_bytes, ids), tf.int32)
         cumulative = tf.concat([[0], tf.cumsum(length)], axis=0)
         first = tf.gather(word_begin, word)
@@ -142,13 +208,15 @@ class LiteQuestionWindows:
         # A piece is misplaced when it is [unk] or starts inside a UTF-8 character.
         raw = tft.ByteSplitter().split(context)
         raw_bytes = tf.concat([tf.cast(raw.flat_values, tf.int32), [0]], axis=0)
-        example = tf.gather(_row_ids(word_splits, tf.size(word_begin)), word)
+        example = tf.gather(dense.row_ids(word_splits, tf.size(word_begin)), word)
         at = tf.gather(tf.cast(raw.row_splits, tf.int32), example) + begin
         byte = tf.gather(raw_bytes, tf.minimum(at, tf.size(raw_bytes) - 1))
         misplaced = (length == UNKNOWN_BYTES) | ((byte >= 0x80) & (byte < 0xC0))
         misplaced = tf.concat([[0], tf.cumsum(tf.cast(misplaced, tf.int32))], axis=0)
-        spelled = tf.equal(_span(splits[:-1], splits[1:], cumulative), word_end - word_begin)
-        spelled &= tf.equal(_span(splits[:-1], splits[1:], misplaced), 0)
+        spelled = tf.equal(
+            dense.span_sums(splits[:-1], splits[1:], cumulative), word_end - word_begin
+        )
+        spelled &= tf.equal(dense.span_sums(splits[:-1], splits[1:], misplaced), 0)
         spelled = tf.gather(spelled, word)
         begin = tf.where(spelled, begin, first)
         end = tf.where(spelled, begin + length, tf.gather(word_end, word))
@@ -172,75 +240,24 @@ class LiteQuestionWindows:
         position `piece` (the context piece index, int32 [B, W, S]), `is_context`,
         `max_context` (bool [B, W, S]), `begin` / `end` (the piece's bytes); per question
         `num_windows` (int32 [B]) and `truncated` (bool [B])."""
-        s = self.settings
-        seq, windows = s.max_seq_length, self.max_windows
         text = self.text
         q_ids, q_splits = text.tokenize(question)
-        q_length = tf.minimum(q_splits[1:] - q_splits[:-1], s.max_query_length)
         pieces = self.context_pieces(context)
-        ids, splits = pieces["ids"], pieces["row_splits"]
-        num_pieces = splits[1:] - splits[:-1]
-        window_length = seq - q_length - 3
-        stride = tf.minimum(window_length, s.doc_stride)
-        needed = tf.maximum(num_pieces - window_length, 0)
-        count = tf.where(num_pieces > 0, 1 + (needed + stride - 1) // stride, 0)
-        used = tf.minimum(count, windows)
-        w = tf.range(windows)[tf.newaxis, :]  # [1, W]
-        start = w * stride[:, tf.newaxis]  # [B, W]
-        length = tf.where(
-            w < used[:, tf.newaxis],
-            tf.minimum(window_length[:, tf.newaxis], num_pieces[:, tf.newaxis] - start),
-            0,
+        special = (text.cls_id, text.sep_id, text.pad_id)
+        windows = question_windows(
+            q_ids,
+            q_splits,
+            pieces["ids"],
+            pieces["row_splits"],
+            self.settings,
+            self.max_windows,
+            *special,
         )
-        zeros = tf.zeros_like(start)[:, :, tf.newaxis] + tf.zeros([1, 1, seq], tf.int32)
-        position = tf.range(seq)[tf.newaxis, tf.newaxis, :] + zeros  # [B, W, S]
-        q_end = q_length[:, tf.newaxis, tf.newaxis] + zeros  # last question position
-        local = position - q_end - 2  # position in the window's context
-        window_end = length[:, :, tf.newaxis] + zeros
-        is_context = (local >= 0) & (local < window_end)
-        piece = start[:, :, tf.newaxis] + local  # index among the example's pieces
-        flat = tf.clip_by_value(splits[:-1, tf.newaxis, tf.newaxis] + piece, 0, tf.size(ids))
-        q_flat = tf.clip_by_value(
-            q_splits[:-1, tf.newaxis, tf.newaxis] + position - 1, 0, tf.size(q_ids)
-        )
-        pad = text.pad_id
-        word_ids = tf.where(
-            is_context,
-            tf.gather(tf.concat([ids, [pad]], 0), flat),
-            tf.where(tf.equal(local, window_end), text.sep_id, pad),
-        )
-        word_ids = tf.where(tf.equal(position, q_end + 1), text.sep_id, word_ids)
-        is_question = (position >= 1) & (position <= q_end)
-        word_ids = tf.where(is_question, tf.gather(tf.concat([q_ids, [pad]], 0), q_flat), word_ids)
-        word_ids = tf.where(tf.equal(position, 0), text.cls_id, word_ids)
-        # Max context (question_windows' rule): piece k's score in every window w'.
-        k = piece[..., tf.newaxis]  # [B, W, S, 1]
-        offset = k - start[:, tf.newaxis, tf.newaxis, :]
-        others = length[:, tf.newaxis, tf.newaxis, :]
-        score = tf.where(
-            (offset >= 0) & (offset < others),
-            100 * tf.minimum(offset, others - 1 - offset) + others,
-            -1,
-        )
-        best = tf.reduce_max(score, axis=-1, keepdims=True)
-        first = tf.reduce_min(tf.where(tf.equal(score, best), tf.range(windows), windows), -1)
-        owner = tf.equal(first, tf.range(windows)[tf.newaxis, :, tf.newaxis])
-        context_bytes = {
-            key: tf.where(is_context, tf.gather(tf.concat([pieces[key], [0]], 0), flat), 0)
-            for key in ("begin", "end")
-        }
-        return {
-            "input_word_ids": word_ids,
-            "input_mask": tf.cast(position < q_end + 3 + window_end, tf.int32),
-            "input_type_ids": tf.cast((local >= 0) & (local <= window_end), tf.int32),
-            "p_mask": 1 - tf.cast(tf.equal(position, 0) | is_context, tf.int32),
-            "piece": tf.where(is_context, piece, -1),
-            "is_context": is_context,
-            "max_context": is_context & owner,
-            **context_bytes,
-            "num_windows": used,
-            "truncated": count > windows,
-        }
+        flat, is_context = windows.pop("flat"), windows["is_context"]
+        for key in ("begin", "end"):
+            values = tf.gather(tf.concat([pieces[key], [0]], 0), flat)
+            windows[key] = tf.where(is_context, values, 0)
+        return windows
 
 
 def serving_function(
@@ -279,27 +296,24 @@ def serving_function(
     windows = LiteQuestionWindows(preprocessor, settings, max_windows)
     model = float32_copy(model)
     seq, count = settings.max_seq_length, windows.max_windows
-    v2 = _is_v2(model)
+    v2 = is_v2(model)
 
     def serve(question, context):
         packed = windows(question, context)
         batch = tf.shape(packed["input_word_ids"])[0]
         flat = {k: tf.reshape(v, [-1, seq]) for k, v in packed.items() if v.shape.rank == 3}
         outputs = model_outputs(model, flat)
-        starts, ends, scores, null = _candidates(model, outputs, settings, n_best_size)
+        starts, ends, scores, null = candidates(model, outputs, settings, n_best_size)
         starts, ends = tf.cast(starts, tf.int32), tf.cast(ends, tf.int32)
 
         def take(key, index):  # the value of `key` at each candidate position: [B, W * K]
             return tf.reshape(tf.gather(flat[key], index, batch_dims=1), [batch, -1])
 
         begin, end = take("begin", starts), take("end", ends)
-        valid = (
-            take("is_context", starts)
-            & take("is_context", ends)
-            & tf.reshape((starts <= ends) & (ends - starts + 1 <= max_answer_length), [batch, -1])
-            & take("max_context", starts)
-            & (begin < end)
+        spans = valid_spans(
+            flat["is_context"], flat["max_context"], starts, ends, max_answer_length
         )
+        valid = tf.reshape(spans, [batch, -1]) & (begin < end)
         scores = tf.where(valid, tf.reshape(scores, [batch, -1]), -float("inf"))
         best = tf.reduce_max(scores, axis=1)
         index = tf.range(tf.shape(scores)[1])[tf.newaxis, :]
@@ -316,8 +330,8 @@ def serving_function(
         result = {"score": tf.where(found, best, NO_SPAN_SCORE)}
         if v2:
             active = tf.range(count)[tf.newaxis, :] < packed["num_windows"][:, tf.newaxis]
-            per_window = tf.where(active, tf.reshape(null, [batch, count]), _NULL_START)
-            null_score = tf.minimum(tf.reduce_min(per_window, axis=1), _NULL_START)
+            per_window = tf.where(active, tf.reshape(null, [batch, count]), NO_WINDOW_NULL_SCORE)
+            null_score = tf.minimum(tf.reduce_min(per_window, axis=1), NO_WINDOW_NULL_SCORE)
             answered = found & (null_score <= null_threshold)
             result["has_answer"] = answered
             result["has_answer_probability"] = tf.sigmoid(-null_score)
@@ -349,13 +363,15 @@ def serving_function(
     return tf.function(serve, input_signature=_TEXTS, autograph=False)
 
 
-def _preprocessor(spm_model_or_preprocessor, settings):
+def squad_preprocessor(spm_model, settings):
+    """An `AlbertPreprocessor` of `spm_model` (path or bytes) with `settings`' casing and
+    length; `spm_model` itself when it is already an `AlbertPreprocessor`."""
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    if isinstance(spm_model_or_preprocessor, AlbertPreprocessor):
-        return spm_model_or_preprocessor
+    if isinstance(spm_model, AlbertPreprocessor):
+        return spm_model
     return AlbertPreprocessor(
-        spm_model_or_preprocessor,
+        spm_model,
         lower_case=settings.lower_case,
         seq_length=settings.max_seq_length,
         tex_quotes=settings.tex_quotes,
@@ -392,7 +408,7 @@ def export_litert_qa(
 
     fn = serving_function(
         model,
-        _preprocessor(spm_model, settings),
+        squad_preprocessor(spm_model, settings),
         settings,
         max_windows,
         n_best_size,
@@ -452,126 +468,104 @@ def saved_model_answers(export_path, questions, contexts, batch_size=64):
     return _concatenated(parts)
 
 
-def squad_scores(examples, answers, version_2):
-    """{"exact_match", "f1"} (%) of `answers` (one per example) against the gold answers, with
-    the package's official SQuAD v1.1 / v2.0 metric."""
-    from albert_tf.models.squad_metrics import squad_v1_scores, squad_v2_scores
-
-    predictions = {e.qas_id: str(a) for e, a in zip(examples, answers)}
-    if version_2:
-        scores = squad_v2_scores(examples, predictions)
-        return {"exact_match": float(scores["exact"]), "f1": float(scores["f1"])}
-    scores = squad_v1_scores(examples, predictions)
-    return {"exact_match": float(scores["exact_match"]), "f1": float(scores["f1"])}
-
-
-def _examples(task, split, limit):
-    """A SQuAD task's examples of a split: the loaded ones, else read from its file (no
-    features are built)."""
-    from albert_tf.data.squad import read_squad_examples
-
-    examples = task.examples.get(split)
-    if examples is None:
-        path = task.data.train_file if split == "train" else task.data.predict_file
-        examples = read_squad_examples(
-            path, task.version_2, labelled=True, skip_mismatched=split == "train"
-        )
-    return list(examples)[:limit]
-
-
-@litert_quiet.quiet()
-def export_finetuned(
+def litert_spec(
     model,
-    task,
-    output_dir,
-    variants=litert.DEFAULT_VARIANTS,
-    seq_length=None,
-    num_representative=100,
+    preprocessor,
+    settings,
+    examples,
+    name,
+    saved_model_spec,
+    scores,
+    n_best_size=20,
+    max_answer_length=30,
+    null_threshold=0.0,
     max_eval_examples=None,
-    batch_size=16,
     max_windows=4,
-    min_agreement=litert.MIN_AGREEMENT,
 ):
-    """`litert.export_finetuned` for a `SquadTask`: writes `<output_dir>/model_<variant>.tflite`
-    for each variant, answers the dev questions with each and with the task's SavedModel export
-    (`export_question_answerer`, float32, written to a temporary directory), and writes and
-    returns the report (`<output_dir>/litert_report.json`): sizes, the rate of answers equal
-    to the SavedModel's (below `min_agreement`: a warning, `litert.judge_variants`), and the
-    SQuAD exact match and F1 of both against the gold answers. The examples are the loaded ones
-    or read from the task's files (train: the "int8" calibration questions)."""
-    import dataclasses
-    import os
+    """The `LiteRTSpec` of a SQuAD model (`serving_function`), measured against its float32
+    SavedModel (`saved_model_spec()`, written to a temporary directory): the rate of equal
+    answers, and the task's `scores` of both against the gold answers.
+
+    Args:
+        model, preprocessor, settings, max_windows, n_best_size, max_answer_length,
+            null_threshold: as `serving_function`.
+        examples: (split, limit) -> the `SquadExample`s of "train" (the "int8" calibration
+            questions) and "dev".
+        name: the task's, for the report.
+        saved_model_spec: () -> the reference's `SavedModelSpec`.
+        scores: (examples, answers) -> {"exact_match", "f1"} (the task's SQuAD metric).
+        max_eval_examples: dev questions measured on (default: all).
+    """
     import tempfile
 
     import numpy as np
 
-    from albert_tf import files
-    from albert_tf.export.question_answering import export_question_answerer
+    from albert_tf.export import saved_model
+    from albert_tf.export.serving_spec import LiteRTSpec
 
-    settings = task.settings
-    if seq_length:
-        settings = dataclasses.replace(settings, max_seq_length=int(seq_length))
-    d = task.data
-    options = dict(
-        n_best_size=d.n_best_size,
-        max_answer_length=d.max_answer_length,
-        null_threshold=task.null_threshold,
-    )
     fn = serving_function(
-        model, _preprocessor(task.spm_model, settings), settings, max_windows, **options
+        model,
+        preprocessor,
+        settings,
+        max_windows,
+        n_best_size=n_best_size,
+        max_answer_length=max_answer_length,
+        null_threshold=null_threshold,
     )
-    dev = _examples(task, "dev", max_eval_examples)
-    questions = [e.question_text for e in dev]
-    contexts = [e.context_text for e in dev]
-    with tempfile.TemporaryDirectory() as tmp:
-        export = export_question_answerer(
-            model, task.spm_model, tmp, settings, write_warmup=False, **options
-        )
-        reference = saved_model_answers(export, questions, contexts)
-    report = {
-        "kind": task.kind,
-        "task": task.name,
-        "seq_length": settings.max_seq_length,
-        "doc_stride": settings.doc_stride,
-        "max_query_length": settings.max_query_length,
-        "max_windows": int(max_windows),
-        "lower_case": settings.lower_case,
-        "tex_quotes": settings.tex_quotes,
-        "null_threshold": task.null_threshold if task.version_2 else None,
-        "eval_examples": len(dev),
-        "reference": "the float32 SavedModel QA export, export_question_answerer",
-        "reference_scores": squad_scores(dev, reference["answer"], task.version_2),
-        "variants": {},
-    }
-    tf.io.gfile.makedirs(output_dir)
-    for variant in variants:
-        calibration = None
-        if variant == "int8":
-            train = _examples(task, "train", num_representative)
-            calibration = [
-                list(batch)
-                for batch in _batches(
-                    [e.question_text for e in train], [e.context_text for e in train], batch_size
-                )
-            ]
-        path = os.path.join(output_dir, f"model_{variant}.tflite")
-        data = litert.convert(fn, variant, calibration)
-        files.write_atomic(path, data)
-        outputs = run_file(path, questions, contexts, batch_size)
+    dev = examples("dev", max_eval_examples)
+
+    def reference(inputs):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = saved_model.build(saved_model_spec(), tmp, write_warmup=False)
+            return saved_model_answers(path, inputs["question"], inputs["context"])
+
+    def header(reference):
+        return {
+            "kind": "squad",
+            "task": name,
+            "seq_length": settings.max_seq_length,
+            "doc_stride": settings.doc_stride,
+            "max_query_length": settings.max_query_length,
+            "max_windows": int(max_windows),
+            "lower_case": settings.lower_case,
+            "tex_quotes": settings.tex_quotes,
+            "null_threshold": null_threshold if is_v2(model) else None,
+            "eval_examples": len(dev),
+            "reference": "the float32 SavedModel QA export, export_question_answerer",
+            "reference_scores": scores(dev, reference["answer"]),
+        }
+
+    def calibration(count, batch_size):
+        train = examples("train", count)
+        questions = [e.question_text for e in train]
+        return [list(b) for b in _batches(questions, [e.context_text for e in train], batch_size)]
+
+    def score(outputs, reference):
         same = outputs["answer"] == reference["answer"]
         entry = {
-            "file": path,
-            "bytes": len(data),
-            "text_ops_bytes": litert.text_ops_bytes(data),
             "answer_agreement": float(np.mean(same)) if len(dev) else 1.0,
             "truncated": float(np.mean(outputs["truncated"])) if len(dev) else 0.0,
         }
-        entry.update(squad_scores(dev, outputs["answer"], task.version_2))
-        report["variants"][variant] = entry
-    litert.size_ratios(report["variants"])
-    litert.judge_variants(report, min_agreement)
-    files.write_json(os.path.join(output_dir, "litert_report.json"), report)
-    return report
+        entry.update(scores(dev, outputs["answer"]))
+        return entry
+
+    def run(path, inputs, batch_size):
+        return run_file(path, inputs["question"], inputs["context"], batch_size)
+
+    return LiteRTSpec(
+        function=fn,
+        inputs={
+            "question": [e.question_text for e in dev],
+            "context": [e.context_text for e in dev],
+        },
+        calibration=calibration,
+        run=run,
+        reference=reference,
+        header=header,
+        score=score,
+        format_report=format_report,
+        unit="questions",
+    )
 
 
 def format_report(report):
@@ -588,8 +582,8 @@ def format_report(report):
     ]
     for name, e in variants.items():
         lines.append(
-            f"{name:<13}{e['bytes']:>11,}{litert._ratio(e, 'size_ratio'):>7}"
-            f"{litert._ratio(e, 'model_size_ratio'):>8}{e['answer_agreement']:>11.4f}"
+            f"{name:<13}{e['bytes']:>11,}{litert.ratio_column(e, 'size_ratio'):>7}"
+            f"{litert.ratio_column(e, 'model_size_ratio'):>8}{e['answer_agreement']:>11.4f}"
             f"{e['exact_match']:>8.2f}{e['f1']:>8.2f}{litert.passes_column(e):>8}"
         )
     ref = report["reference_scores"]

@@ -138,19 +138,19 @@ def _sentencepiece():
     return spm
 
 
-def composed_rules(model_proto, lower=True, tex_quotes=False):
+def composed_rules(spm_model, lower=True, tex_quotes=False):
     """The character map of `compose_model_proto`: {source: target} for every source of the
     model's own map, every character that `preprocess_text` changes and (with `tex_quotes`)
     the TeX quotes, where target = nmt_nfkc(preprocess_text(source)); rules that the
     single-character ones already give are left out."""
     spm = _sentencepiece()
     nfkc = spm.SentencePieceNormalizer(
-        model_proto=model_proto,
+        model_proto=spm_model,
         add_dummy_prefix=False,
         escape_whitespaces=False,
         remove_extra_whitespaces=False,
     )
-    sources = {k for k, _ in spm.SentencePieceNormalizer(model_proto=model_proto).Decompile()}
+    sources = {k for k, _ in spm.SentencePieceNormalizer(model_proto=spm_model).Decompile()}
     sources.update(map(chr, unicode_tables.decomposition_table()[0]))
     if lower:
         sources.update(map(chr, unicode_tables.lowercase_table()[0]))
@@ -188,20 +188,20 @@ def composed_rules(model_proto, lower=True, tex_quotes=False):
 
 
 @functools.lru_cache(maxsize=4)
-def compose_model_proto(model_proto, lower=True, tex_quotes=False):
-    """A copy of the serialized SentencePiece model whose normalizer also does
-    `preprocess_text(text, lower, tex_quotes)` (see the module docstring); the pieces and scores
-    are unchanged."""
-    rules = composed_rules(model_proto, lower, tex_quotes)
+def compose_model_proto(spm_model, lower=True, tex_quotes=False):
+    """A copy of the serialized SentencePiece model `spm_model` (bytes) whose normalizer also
+    does `preprocess_text(text, lower, tex_quotes)` (see the module docstring); the pieces and
+    scores are unchanged."""
+    rules = composed_rules(spm_model, lower, tex_quotes)
     compiled = _sentencepiece().SentencePieceNormalizer(norm_map=sorted(rules.items()))
     charsmap = _field_payload(compiled.serialized_normalizer_spec(), _CHARSMAP)
-    spec = _field_payload(model_proto, _NORMALIZER_SPEC)
-    return _replace_field(model_proto, _NORMALIZER_SPEC, _replace_field(spec, _CHARSMAP, charsmap))
+    spec = _field_payload(spm_model, _NORMALIZER_SPEC)
+    return _replace_field(spm_model, _NORMALIZER_SPEC, _replace_field(spec, _CHARSMAP, charsmap))
 
 
-def charsmap_size(model_proto):
-    """Bytes of the model's `precompiled_charsmap`."""
-    return len(_field_payload(_field_payload(model_proto, _NORMALIZER_SPEC), _CHARSMAP))
+def charsmap_size(spm_model):
+    """Bytes of the `precompiled_charsmap` of `spm_model` (serialized bytes)."""
+    return len(_field_payload(_field_payload(spm_model, _NORMALIZER_SPEC), _CHARSMAP))
 
 
 class DigitCommaTable:
@@ -212,7 +212,7 @@ class DigitCommaTable:
     time and re-encoded as `AlbertPreprocessor` does (tensorflow-text's SentencepieceTokenizer,
     which breaks ties between equal-score segmentations unlike the SentencePiece library). Their
     ids are hashed by `id % modulus` (the smallest modulus without collisions) into a table whose
-    rows are [id, replacement ids..., -1 padding].
+    rows are [id, replacement ids..., -1 padding]. `spm_model` is the serialized model (bytes).
 
     >>> from albert_tf.text import SentencePieceTokenizer
     >>> tokenizer = SentencePieceTokenizer("30k-clean.model")
@@ -223,11 +223,11 @@ class DigitCommaTable:
     (['\u2581the', '1', ','], [0, 3])
     """
 
-    def __init__(self, model_proto):
+    def __init__(self, spm_model):
         import tensorflow_text as tft
 
-        _, sp = load_processor(model_proto)
-        segmenter = tft.SentencepieceTokenizer(model_proto, out_type=tf.string)
+        _, sp = load_processor(spm_model)
+        segmenter = tft.SentencepieceTokenizer(spm_model, out_type=tf.string)
 
         def encode(text):
             return [p.decode("utf-8") for p in segmenter.tokenize(text).numpy()]

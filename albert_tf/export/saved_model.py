@@ -37,6 +37,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.export import versions, warmup
+from albert_tf.export.serving_spec import SavedModelSpec
 
 # Texts replayed by TF Serving at load time: short, long, empty, non-ASCII.
 WARMUP_TEXTS = (
@@ -50,8 +51,8 @@ _IDS = tf.TensorSpec([None, None], tf.int32)
 
 
 # export compute_dtype -> the Keras dtype policy the served copy is rebuilt under. "bfloat16"
-# stores the weights in bfloat16 (no per-request cast: 1-2 ms of one short sentence's ~18 ms
-# under mixed_bfloat16), except the layers pinned to float32 (the embedding LayerNorm, the
+# stores the weights in bfloat16 (no cast of every weight on every request, as mixed_bfloat16
+# would do), except the layers pinned to float32 (the embedding LayerNorm, the
 # logits); LayerNorm and softmax compute in float32 either way, and every output is float32.
 COMPUTE_DTYPES = {"float32": "float32", "bfloat16": "bfloat16"}
 
@@ -145,7 +146,8 @@ def classifier_body(classifier):
     return body
 
 
-def _warmup_batches(pair):
+def warmup_batches(pair):
+    """serving_default warmup batches of `WARMUP_TEXTS` (with `text_pair` when `pair`)."""
     texts = list(WARMUP_TEXTS)
     batches = [{"text": texts[:1]}, {"text": texts}]
     if pair:
@@ -153,10 +155,15 @@ def _warmup_batches(pair):
     return batches
 
 
-def _write(archive, export_dir, version, pair, description, write_warmup):
-    return write_export(
-        archive, export_dir, version, description, write_warmup, _warmup_batches(pair)
-    )
+def build(spec, export_dir, version=None, write_warmup="auto"):
+    """Writes a `serving_spec.SavedModelSpec` as EXPORT_DIR/<version> (`write_export`);
+    returns the version path."""
+    archive = keras.export.ExportArchive()
+    for tracked in spec.tracked:
+        archive.track(tracked)
+    for name, (fn, signature) in spec.endpoints.items():
+        archive.add_endpoint(name, fn, signature)
+    return write_export(archive, export_dir, version, spec.description, write_warmup, spec.warmup)
 
 
 def write_export(archive, export_dir, version, description, write_warmup, warmup_batches):
@@ -191,9 +198,8 @@ def _serving_preprocessor(preprocessor, dynamic_padding):
     return preprocessor.with_padding(dynamic_padding)
 
 
-def _start_archive(model, preprocessor, dynamic_padding, compute_dtype):
-    """(copy of `model` under `compute_dtype`, serving preprocessor, ExportArchive tracking
-    both)."""
+def _served_copy(model, preprocessor, dynamic_padding, compute_dtype):
+    """(copy of `model` under `compute_dtype`, serving preprocessor)."""
     from albert_tf.text.vocab_check import check_vocabulary_matches
 
     if compute_dtype not in COMPUTE_DTYPES:
@@ -206,11 +212,7 @@ def _start_archive(model, preprocessor, dynamic_padding, compute_dtype):
         getattr(model, "backbone", model).config,
         model=f"the exported {type(model).__name__}",
     )
-    model = policy_copy(model, COMPUTE_DTYPES[compute_dtype])
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(pre)
-    return model, pre, archive
+    return policy_copy(model, COMPUTE_DTYPES[compute_dtype]), pre
 
 
 def measure_agreement(reference, candidate, preprocessor, texts, pair=False, batch_size=32):
@@ -292,6 +294,36 @@ def _description(kind, preprocessor, pair, signatures, **extra):
     }
 
 
+def classifier_spec(
+    classifier,
+    preprocessor,
+    pair=False,
+    dynamic_padding=True,
+    compute_dtype="float32",
+    agreement_texts=None,
+):
+    """The `SavedModelSpec` of `export_classifier` (arguments as there)."""
+    model, pre = _served_copy(classifier, preprocessor, dynamic_padding, compute_dtype)
+    head = classifier_body(model)
+    description = _description(
+        "classifier",
+        pre,
+        pair,
+        ["serving_default", "predict_ids", "encode"],
+        num_classes=model.num_classes,
+        labels=model.labels,
+        regression=model.is_regression,
+        compute_dtype=compute_dtype,
+        **_agreement(classifier, model, pre, pair, compute_dtype, agreement_texts),
+    )
+    endpoints = {
+        "serving_default": _text_endpoint(pre, pair, head),
+        "predict_ids": _ids_endpoint(head),
+        "encode": _text_endpoint(pre, pair, _encode_body(model.backbone)),
+    }
+    return SavedModelSpec((model, pre), endpoints, description, warmup_batches(pair))
+
+
 def export_classifier(
     classifier,
     preprocessor,
@@ -320,23 +352,10 @@ def export_classifier(
             bfloat16 export, `measure_agreement` with the float32 model on them is logged and
             stored in assets.extra/albert_tf.json ("agreement_with_float32").
     """
-    model, pre, archive = _start_archive(classifier, preprocessor, dynamic_padding, compute_dtype)
-    head = classifier_body(model)
-    archive.add_endpoint("serving_default", *_text_endpoint(pre, pair, head))
-    archive.add_endpoint("predict_ids", *_ids_endpoint(head))
-    archive.add_endpoint("encode", *_text_endpoint(pre, pair, _encode_body(model.backbone)))
-    description = _description(
-        "classifier",
-        pre,
-        pair,
-        ["serving_default", "predict_ids", "encode"],
-        num_classes=model.num_classes,
-        labels=model.labels,
-        regression=model.is_regression,
-        compute_dtype=compute_dtype,
-        **_agreement(classifier, model, pre, pair, compute_dtype, agreement_texts),
+    spec = classifier_spec(
+        classifier, preprocessor, pair, dynamic_padding, compute_dtype, agreement_texts
     )
-    return _write(archive, export_dir, version, pair, description, write_warmup)
+    return build(spec, export_dir, version, write_warmup)
 
 
 def export_backbone(
@@ -355,10 +374,8 @@ def export_backbone(
     Outputs: pooled_output [B, H], sequence_output [B, S, H] and input_mask [B, S] (to average
     over real tokens). Arguments as in `export_classifier`.
     """
-    model, pre, archive = _start_archive(backbone, preprocessor, dynamic_padding, compute_dtype)
+    model, pre = _served_copy(backbone, preprocessor, dynamic_padding, compute_dtype)
     body = _encode_body(model)
-    archive.add_endpoint("serving_default", *_text_endpoint(pre, pair, body))
-    archive.add_endpoint("encode_ids", *_ids_endpoint(body))
     description = _description(
         "backbone",
         pre,
@@ -368,4 +385,9 @@ def export_backbone(
         compute_dtype=compute_dtype,
         **_agreement(backbone, model, pre, pair, compute_dtype, agreement_texts),
     )
-    return _write(archive, export_dir, version, pair, description, write_warmup)
+    endpoints = {
+        "serving_default": _text_endpoint(pre, pair, body),
+        "encode_ids": _ids_endpoint(body),
+    }
+    spec = SavedModelSpec((model, pre), endpoints, description, warmup_batches(pair))
+    return build(spec, export_dir, version, write_warmup)

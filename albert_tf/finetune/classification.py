@@ -3,7 +3,7 @@ CSV/TSV/JSONL file, and the built-in "docstring-source" task.
 
 Raw strings are the features; the `AlbertPreprocessor` turns each batch into token ids inside
 tf.data (and inside the exported SavedModel, so training and serving tokenize identically).
-Metrics are GLUE's (`albert_tf.models.metrics`); the best checkpoint is chosen by the task's
+Metrics are GLUE's (`albert_tf.metrics.glue_metrics`); the best checkpoint is chosen by the task's
 first metric (Matthews for CoLA, Pearson for STS-B, accuracy otherwise).
 
 >>> task = SentenceClassificationTask(ClassificationData(task_name="mrpc", data_dir="glue"))
@@ -24,13 +24,12 @@ from albert_tf.data.text_files import file_columns, read_file_examples
 from albert_tf.finetune.task import (
     Features,
     FinetuneTask,
-    describe_preprocessor,
     preprocessor_of,
     write_tsv,
 )
 from albert_tf.finetune.task_data import ClassificationData
+from albert_tf.metrics.glue_metrics import compute_metrics
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.metrics import compute_metrics
 from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.settings import InvalidFlagError
 
@@ -132,6 +131,7 @@ class SentenceClassificationTask(FinetuneTask):
     """
 
     kind = "classification"
+    data_type = ClassificationData
     output_files = ("submit_results.tsv",)
 
     def __init__(self, data, seed=0, spec=None):
@@ -140,7 +140,6 @@ class SentenceClassificationTask(FinetuneTask):
         self.spec = spec
         self.splits = {}
         self.lengths = {}
-        self.preprocessor = None
 
     # ------------------------------------------------------------------ description
     @property
@@ -158,15 +157,11 @@ class SentenceClassificationTask(FinetuneTask):
         return glue.get_task(self.data.task_name).main_metric
 
     @property
-    def vocab_size(self):
-        return self.preprocessor.vocab_size
-
-    @property
     def loaded_splits(self):
         return tuple(self.splits)
 
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
     ):
         if static_shapes and self.data.dynamic_padding:
             raise InvalidFlagError(
@@ -176,7 +171,7 @@ class SentenceClassificationTask(FinetuneTask):
         self.preprocessor = AlbertPreprocessor(
             spm_model,
             lower_case=lower_case,
-            seq_length=seq_length,
+            seq_length=max_seq_length,
             truncation=self.data.truncation,
             dynamic_padding=not static_shapes if dynamic is None else dynamic,
             tex_quotes=tex_quotes,
@@ -299,47 +294,59 @@ class SentenceClassificationTask(FinetuneTask):
             )
         logging.info("Wrote %d %s predictions to %s", len(submit), split, output_dir)
 
+    def serving_spec(self, model, max_seq_length=None):
+        """The model's `ServingSpec`: its SavedModel (`saved_model.classifier_spec`; options
+        compute_dtype, agreement_texts) and LiteRT (`litert.text_spec`) exports."""
+        import functools
+
+        from albert_tf.export import litert, saved_model
+        from albert_tf.export.serving_spec import ServingSpec
+
+        preprocessor = self.preprocessor
+        served = preprocessor
+        if max_seq_length:
+            served = preprocessor.with_padding(preprocessor.dynamic_padding, max_seq_length)
+
+        def texts(split, limit):
+            if split not in self.loaded_splits:
+                self.load(["train", "dev"])
+            features = self.features(split)
+            return litert.text_columns(features.inputs, features.labels, limit)
+
+        pair = self.spec.is_pair
+        # Serving pads each request batch to its longest text whatever training did.
+        saved = functools.partial(saved_model.classifier_spec, model, served, pair, True)
+        lite = functools.partial(
+            litert.text_spec, model, preprocessor, texts, self.kind, self.name, pair, max_seq_length
+        )
+        return ServingSpec(self.kind, saved, lite)
+
     def export(
         self,
         model,
         export_dir,
         version=None,
-        seq_length=None,
+        max_seq_length=None,
         write_warmup="auto",
         compute_dtype="float32",
         agreement_texts=None,
     ):
         """`export_classifier` (compute_dtype and agreement_texts are passed on)."""
-        from albert_tf.export.saved_model import export_classifier
+        from albert_tf.export import saved_model
 
-        preprocessor = self.preprocessor
-        if seq_length:
-            preprocessor = preprocessor.with_padding(preprocessor.dynamic_padding, seq_length)
-        # Serving pads each request batch to its longest text whatever training did.
-        return export_classifier(
-            model,
-            preprocessor,
-            export_dir,
-            pair=self.spec.is_pair,
-            version=version,
-            dynamic_padding=True,
-            write_warmup=write_warmup,
-            compute_dtype=compute_dtype,
-            agreement_texts=agreement_texts,
+        spec = self.serving_spec(model, max_seq_length).saved_model(
+            compute_dtype=compute_dtype, agreement_texts=agreement_texts
         )
+        return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):
-        spec = dataclasses.asdict(self.spec)
         return {
-            "kind": self.kind,
-            "name": self.name,
-            "spec": spec,
-            "data": dataclasses.asdict(self.data),
+            **super().describe(),
+            "spec": dataclasses.asdict(self.spec),
             "seed": self.seed,  # the built-in task's split: its dev set is the run's dev set
             "pair": self.spec.is_pair,
             "labels": list(self.spec.labels or []) or None,
             "regression": self.spec.is_regression,
-            **describe_preprocessor(self.preprocessor),
         }
 
     @classmethod

@@ -280,7 +280,7 @@ class InitCheckpoint:
                     value,
                     target,
                     config_file=config_file,
-                    spm_model_file=assigner.value("spm_model_file"),
+                    spm_model=assigner.value("spm_model_file"),
                 )
             except (ValueError, TypeError) as e:
                 message = " ".join(str(e).split())

@@ -14,7 +14,6 @@ raw (article, question, options).
 ('race', 'race', 'accuracy')
 """
 
-import dataclasses
 import os
 import time
 
@@ -23,16 +22,9 @@ from absl import logging
 
 from albert_tf import files
 from albert_tf.data import race
-from albert_tf.finetune.task import (
-    Features,
-    FinetuneTask,
-    describe_preprocessor,
-    preprocessor_of,
-    write_tsv,
-)
+from albert_tf.finetune.task import Features, FinetuneTask, write_tsv
 from albert_tf.finetune.task_data import RaceData
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
-from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.settings import InvalidFlagError
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
@@ -70,46 +62,28 @@ class RaceTask(FinetuneTask):
     """
 
     kind = "race"
+    data_type = RaceData
     output_files = ("dev_results.json", PREDICTIONS_FILE)
 
     def __init__(self, data, seed=0):
         self.data = data
         self.examples = {}
         self.packed = {}
-        self.preprocessor = None
 
     # ------------------------------------------------------------------ description
-    @property
-    def name(self):
-        return "race"
-
-    @property
-    def main_metric(self):
-        return "accuracy"
-
-    @property
-    def vocab_size(self):
-        return self.preprocessor.vocab_size
-
-    @property
-    def loaded_splits(self):
-        return tuple(self.examples)
-
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
     ):
         if self.data.high_only and self.data.middle_only:
             raise InvalidFlagError("--high_only and --middle_only exclude each other")
         try:
-            race.check_lengths(seq_length, self.data.max_qa_length)
+            race.check_lengths(max_seq_length, self.data.max_qa_length)
         except ValueError:
             raise InvalidFlagError(
                 f"--max_qa_length={self.data.max_qa_length} must be in [1, "
-                f"--max_seq_length - 3 = {seq_length - 3}]"
+                f"--max_seq_length - 3 = {max_seq_length - 3}]"
             ) from None
-        self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=seq_length, tex_quotes=tex_quotes
-        )
+        super().configure_text(spm_model, lower_case, max_seq_length, static_shapes, tex_quotes)
 
     def load(self, splits):
         if not self.data.data_dir:
@@ -255,38 +229,31 @@ class RaceTask(FinetuneTask):
         files.write_json(path, {"split": split, "metrics": metrics, "predictions": rows})
         logging.info("Wrote %d %s predictions to %s", len(rows), split, path)
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
-        from albert_tf.export.multiple_choice import export_multiple_choice
+    def serving_spec(self, model, max_seq_length=None):
+        """The model's `ServingSpec`: its SavedModel
+        (`multiple_choice_serving.multiple_choice_spec`); RACE has no LiteRT export."""
+        import functools
 
-        seq_length = seq_length or self.preprocessor.seq_length
+        from albert_tf.export.multiple_choice_serving import multiple_choice_spec
+        from albert_tf.export.serving_spec import ServingSpec
+
+        max_seq_length = max_seq_length or self.preprocessor.seq_length
         try:
-            race.check_lengths(seq_length, self.data.max_qa_length)
+            race.check_lengths(max_seq_length, self.data.max_qa_length)
         except ValueError:
             raise InvalidFlagError(
-                f"--max_seq_length={seq_length} leaves no room for the "
+                f"--max_seq_length={max_seq_length} leaves no room for the "
                 f"training's max_qa_length={self.data.max_qa_length} "
                 "(+3 special pieces)"
             ) from None
-        return export_multiple_choice(
-            model,
-            self.preprocessor,
-            export_dir,
-            max_qa_length=self.data.max_qa_length,
-            seq_length=seq_length,
-            version=version,
-            write_warmup=write_warmup,
+        saved = functools.partial(
+            multiple_choice_spec, model, self.preprocessor, self.data.max_qa_length, max_seq_length
         )
+        return ServingSpec(self.kind, saved)
 
-    def describe(self):
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "data": dataclasses.asdict(self.data),
-            **describe_preprocessor(self.preprocessor),
-        }
+    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
+        """`export_multiple_choice`."""
+        from albert_tf.export import saved_model
 
-    @classmethod
-    def from_description(cls, description, directory=None):
-        task = cls(RaceData(**description["data"]))
-        task.preprocessor = preprocessor_of(description, directory)
-        return task
+        spec = self.serving_spec(model, max_seq_length).saved_model()
+        return saved_model.build(spec, export_dir, version, write_warmup)

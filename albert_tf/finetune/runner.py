@@ -57,6 +57,7 @@ from albert_tf.settings import InvalidFlagError
 from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.checkpointing import Preempted
+from albert_tf.train.training_params import check_batch_sizes
 
 __all__ = ["FinetuneParams", "run_finetuning", "Preempted", "InvalidFlagError"]
 
@@ -295,11 +296,11 @@ def _features_fingerprint(features):
 class _Finetuner:
     """State of one run; `run_finetuning` is the public entry point."""
 
-    def __init__(self, params, task, strategy, spm_model_file):
+    def __init__(self, params, task, strategy, spm_model):
         self.p = params
         self.task = task
         self.strategy = strategy
-        self.spm_model_file = spm_model_file
+        self.spm_model = spm_model
         self.tpu = strategy_lib.is_tpu(strategy)
         self.data = self.describe_data()
         self.transform = task.input_transform()
@@ -404,7 +405,7 @@ class _Finetuner:
     def step(self):
         return int(self.optimizer.iterations.numpy())
 
-    def record(self, spm_model_file):
+    def record(self, spm_model):
         """The run record of this run (`albert_tf.train.run_record`): model, task, settings and
         fingerprints of the train and dev data, the init checkpoint and the vocabulary."""
         from albert_tf.models.head_model import warmup_step_count
@@ -429,11 +430,11 @@ class _Finetuner:
                 "init_checkpoint_content": (
                     run_record.files_fingerprint(run_record.directory_files(init)) if init else None
                 ),
-                "spm_model_content": run_record.files_fingerprint([spm_model_file]),
+                "spm_model_content": run_record.files_fingerprint([spm_model]),
             },
         }
 
-    def claim(self, spm_model_file):
+    def claim(self, spm_model):
         """Compares this run with the run recorded in --output_dir (InvalidFlagError on a
         difference) or, with --overwrite_output_dir, removes that run; before anything is
         written there."""
@@ -441,7 +442,7 @@ class _Finetuner:
         defaults = [FinetuneParams] + ([type(data)] if dataclasses.is_dataclass(data) else [])
         self.recorded = run_record.claim(
             p.output_dir,
-            self.record(spm_model_file),
+            self.record(spm_model),
             may_differ=MAY_DIFFER,
             defaults=run_record.defaults_of(*defaults),
             overwrite=p.overwrite_output_dir,
@@ -697,7 +698,7 @@ class _Finetuner:
         from albert_tf.text.tokenizer import read_model_proto
 
         target = os.path.join(self.p.output_dir, SPM_FILE)
-        proto = read_model_proto(self.spm_model_file)
+        proto = read_model_proto(self.spm_model)
         if not tf.io.gfile.exists(target) or read_model_proto(target) != proto:
             files.write_atomic(target, proto)
         description = dict(self.task.describe())
@@ -723,7 +724,7 @@ class _Finetuner:
         files.save_atomic(os.path.join(p.output_dir, MODEL_FILE), self.model.save, suffix=".keras")
         info_path = os.path.join(p.output_dir, INFO_FILE)
         info = {
-            "task": self.describe_task(),
+            "task": None,  # described once the task has adopted the chosen model's dev metrics
             "step": step,
             "best": state.best,
             "params": dataclasses.asdict(p),
@@ -742,10 +743,11 @@ class _Finetuner:
             predictions = self.best_dev_predictions
             if predictions is None:  # its evaluation ran before a restart
                 predictions = self.predict("dev", self.dev_features, self.dev)
-            # Scored again (no model pass) so that what a task derives from scoring, such as
-            # SQuAD v2's null-score threshold, is the chosen model's when it writes and exports.
-            self.task.evaluate(predictions, "dev")
+            # What a task derives from the chosen model's dev scores (SQuAD v2: the null-score
+            # threshold) is what it writes and exports with.
+            self.task.adopt_dev_metrics(self.task.evaluate(predictions, "dev"))
             self.task.write_predictions(predictions, "dev", p.output_dir)
+        info["task"] = self.describe_task()
         if "test" in self.task.loaded_splits:
             self.score_test(step)
         results["test"] = self.test_metrics
@@ -849,31 +851,19 @@ def run_finetuning(params, task, strategy=None):
 
     validate(params)
     config = _load_config(params)
-    spm_model_file = resolve_vocabulary(params, config)
+    spm_model = resolve_vocabulary(params, config)
     if strategy is None:
         strategy = strategy_lib.create_strategy(
             params.strategy, tpu=params.tpu, logical_cpus=params.logical_cpus
         )
-    replicas = strategy.num_replicas_in_sync
-    for flag in ("train_batch_size", "eval_batch_size"):
-        if getattr(params, flag) % replicas:
-            raise InvalidFlagError(
-                f"--{flag}={getattr(params, flag)} is not divisible by the "
-                f"{replicas} replicas of --strategy={params.strategy}"
-            )
-    if params.train_batch_size % (replicas * params.gradient_accumulation_steps):
-        raise InvalidFlagError(
-            f"--train_batch_size={params.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={params.gradient_accumulation_steps} x the "
-            f"{replicas} replicas of --strategy={params.strategy}"
-        )
+    check_batch_sizes(params, strategy)
     # Seed before any tokenizer exists: tf.random.set_seed clears TF's kernel cache, which
     # deletes the SentencePiece resources of tokenizers created earlier.
     keras.utils.set_random_seed(params.seed)
     task.configure_text(
-        spm_model_file,
+        spm_model,
         lower_case=params.do_lower_case,
-        seq_length=params.max_seq_length,
+        max_seq_length=params.max_seq_length,
         static_shapes=strategy_lib.is_tpu(strategy),
         **text_settings(params),
     )
@@ -892,11 +882,11 @@ def run_finetuning(params, task, strategy=None):
     tf.io.gfile.makedirs(params.output_dir)
     params, previous_policy = apply_to_params(params, strategy)  # logs the choice
     try:
-        runner = _Finetuner(params, task, strategy, spm_model_file)
+        runner = _Finetuner(params, task, strategy, spm_model)
         runner.build(task.vocab_size)
     finally:
         keras.config.set_dtype_policy(previous_policy)  # the model keeps its own policy
-    runner.claim(spm_model_file)  # compare with (or remove) the run there, before any write
+    runner.claim(spm_model)  # compare with (or remove) the run there, before any write
     logs = os.path.join(params.output_dir, "logs")
     train_writer = summaries.SummaryWriter(logs, "train")
     eval_writer = summaries.SummaryWriter(logs, "eval")

@@ -1,11 +1,12 @@
 """SQuAD v1.1 and v2.0 extractive question answering as a `FinetuneTask`.
 
-Examples come from the official SQuAD JSON files (`albert_tf.data.squad`), features are built
-as the original run_squad (question cut to `max_query_length`, the context's pieces aligned to
-its characters, sliding windows with `doc_stride`, max-context flags, p_mask) and cached as
-TFRecords keyed by every setting. The model is `AlbertQuestionAnswerer` (v1.1: start/end
+Examples come from the official SQuAD JSON files (`albert_tf.data.squad_examples`), features are
+built as the original run_squad (`squad_features`: question cut to `max_query_length`, the
+context's pieces aligned to its characters by `squad_alignment`, sliding windows with
+`doc_stride`, max-context flags, p_mask) and cached as TFRecords keyed by every setting
+(`squad_cache`). The model is `AlbertQuestionAnswerer` (v1.1: start/end
 logits) or `AlbertSquadV2Model` (v2.0: the original's answerability head and beam). Dev answers
-are scored with the official scripts' definitions (`albert_tf.models.squad_metrics`): exact
+are scored with the official scripts' definitions (`albert_tf.metrics.squad_metrics`): exact
 match and F1 for v1.1; exact, F1, HasAns/NoAns and the best null-score threshold for v2.0 (the
 best checkpoint is chosen by F1). predictions.json, nbest_predictions.json and, for v2,
 null_odds.json are written for the dev file as the original does.
@@ -17,12 +18,13 @@ null_odds.json are written for the dev file as the original does.
 """
 
 import dataclasses
+import functools
 import os
 
 import numpy as np
 from absl import logging
 
-from albert_tf.data import squad as squad_data
+from albert_tf.data import squad_cache, squad_examples, squad_features
 from albert_tf.finetune import squad_predictions
 from albert_tf.finetune.task import (
     Features,
@@ -32,7 +34,8 @@ from albert_tf.finetune.task import (
     write_tsv,
 )
 from albert_tf.finetune.task_data import SquadData
-from albert_tf.models.squad_metrics import exact_match, f1, squad_v1_scores, squad_v2_scores
+from albert_tf.metrics.squad_metrics import exact_match, f1, squad_v1_scores, squad_v2_scores
+from albert_tf.models.preprocessor import AlbertPreprocessor
 from albert_tf.settings import InvalidFlagError
 
 
@@ -40,6 +43,27 @@ def default_cache_dir():
     """~/.cache/albert_tf/squad (or $XDG_CACHE_HOME/albert_tf/squad)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(root, "albert_tf", "squad")
+
+
+def answer_scores(examples, answers, version_2):
+    """{"exact_match", "f1"} (%) of `answers` (one per example) against the gold answers, with
+    the official SQuAD v1.1 / v2.0 metric."""
+    predictions = {e.qas_id: str(a) for e, a in zip(examples, answers)}
+    if version_2:
+        scores = squad_v2_scores(examples, predictions)
+        return {"exact_match": float(scores["exact"]), "f1": float(scores["f1"])}
+    scores = squad_v1_scores(examples, predictions)
+    return {"exact_match": float(scores["exact_match"]), "f1": float(scores["f1"])}
+
+
+def _preprocessor(spm_model, settings):
+    """The task's `AlbertPreprocessor`: `settings`' casing and window length."""
+    return AlbertPreprocessor(
+        spm_model,
+        lower_case=settings.lower_case,
+        seq_length=settings.max_seq_length,
+        tex_quotes=settings.tex_quotes,
+    )
 
 
 class SquadTask(FinetuneTask):
@@ -60,11 +84,10 @@ class SquadTask(FinetuneTask):
     def __init__(self, data, seed=0):
         self.data = data
         self.settings = None
-        self.spm_model = None
-        self._vocab_size = None
+        self.preprocessor = None  # vocabulary and casing, as the other tasks keep them
         self.examples = {}
         self.squad_features = {}
-        self.null_threshold = 0.0  # v2: the dev set's best null-score threshold, once scored
+        self.null_threshold = 0.0  # v2: the chosen model's best dev threshold (adopt_dev_metrics)
 
     # ------------------------------------------------------------------ description
     @property
@@ -81,17 +104,20 @@ class SquadTask(FinetuneTask):
 
     @property
     def vocab_size(self):
-        return self._vocab_size
+        return self.preprocessor.vocab_size
+
+    @property
+    def spm_model(self):
+        """The SentencePiece model: its file, or its bytes when it came as bytes."""
+        return self.preprocessor.source or self.preprocessor.model_proto
 
     @property
     def loaded_splits(self):
         return tuple(self.examples)
 
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=384, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=384, static_shapes=False, tex_quotes=False
     ):
-        from albert_tf.text.tokenizer import SentencePieceTokenizer
-
         d = self.data
         for flag in (
             "doc_stride",
@@ -104,13 +130,12 @@ class SquadTask(FinetuneTask):
             if getattr(d, flag) < 1:
                 raise InvalidFlagError(f"--{flag} must be >= 1, got {getattr(d, flag)}")
         try:
-            self.settings = squad_data.FeatureSettings(
-                seq_length, d.doc_stride, d.max_query_length, lower_case, tex_quotes
+            self.settings = squad_features.FeatureSettings(
+                max_seq_length, d.doc_stride, d.max_query_length, lower_case, tex_quotes
             )
         except ValueError as e:
             raise InvalidFlagError(f"--max_seq_length / --max_query_length: {e}") from None
-        self.spm_model = spm_model
-        self._vocab_size = SentencePieceTokenizer(spm_model).vocab_size
+        self.preprocessor = _preprocessor(spm_model, self.settings)
 
     def _path(self, split):
         flag = "train_file" if split == "train" else "predict_file"
@@ -126,7 +151,7 @@ class SquadTask(FinetuneTask):
         cache_dir = self.data.feature_cache_dir or default_cache_dir()
         wanted = ["train"] if "train" in splits else []
         if "dev" in splits or "test" in splits:
-            labelled = squad_data.has_answers(self._path("dev"))
+            labelled = squad_examples.has_answers(self._path("dev"))
             if not labelled:
                 logging.info(
                     "--predict_file=%s has no answers: it is answered, not scored",
@@ -137,10 +162,10 @@ class SquadTask(FinetuneTask):
             path = self._path(split)
             labelled = split != "test"
             skip = split == "train"  # dev keeps mismatched answers: their gold texts still score
-            self.examples[split] = squad_data.read_squad_examples(
+            self.examples[split] = squad_examples.read_squad_examples(
                 path, self.version_2, labelled=labelled, skip_mismatched=skip
             )
-            features = squad_data.cached_features(
+            features = squad_cache.cached_features(
                 path,
                 self.spm_model,
                 self.settings,
@@ -211,13 +236,9 @@ class SquadTask(FinetuneTask):
         lengths = [len(e.answer_text.split()) for e in train if e.answer_text.split()]
         best, best_exact = None, 0.0
         for k in range(1, 11):
-            guesses = {e.qas_id: " ".join(e.context_text.split()[:k]) for e in dev}
-            if self.version_2:
-                scores = squad_v2_scores(dev, guesses)
-                scores["exact_match"] = scores["exact"]
-            else:
-                scores = squad_v1_scores(dev, guesses)
-            best_exact = max(best_exact, float(scores["exact_match"]))
+            guesses = [" ".join(e.context_text.split()[:k]) for e in dev]
+            scores = answer_scores(dev, guesses, self.version_2)
+            best_exact = max(best_exact, scores["exact_match"])
             if best is None or scores["f1"] > best[1]["f1"]:
                 best = (k, scores)
         k, scores = best
@@ -289,6 +310,8 @@ class SquadTask(FinetuneTask):
         return {"predictions": predictions, "nbest": nbest, "null_odds": null_odds}
 
     def evaluate(self, predictions, split):
+        """Scores only (v2: "null_score_diff_threshold" among them; `adopt_dev_metrics` keeps
+        the chosen model's)."""
         examples = self.examples[split]
         if not self.version_2:
             scores = squad_v1_scores(examples, predictions["predictions"])
@@ -296,10 +319,14 @@ class SquadTask(FinetuneTask):
             scores, _ = squad_predictions.evaluate_v2(
                 examples, predictions["predictions"], predictions["null_odds"]
             )
-            self.null_threshold = float(scores["null_score_diff_threshold"])
         scores = {k: float(v) for k, v in scores.items() if isinstance(v, (int, float))}
         scores["num_questions"] = len(examples)
         return scores
+
+    def adopt_dev_metrics(self, metrics):
+        """v2: the chosen model's dev null-score threshold answers and exports from now on."""
+        if self.version_2:
+            self.null_threshold = float(metrics["null_score_diff_threshold"])
 
     def headline_metrics(self, metrics):
         keys = ("exact_match", "exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1")
@@ -333,23 +360,55 @@ class SquadTask(FinetuneTask):
             rows,
         )
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
-        from albert_tf.export.question_answering import export_question_answerer
+    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
+        """`export_question_answerer`."""
+        from albert_tf.export import saved_model
+
+        spec = self.serving_spec(model, max_seq_length).saved_model()
+        return saved_model.build(spec, export_dir, version, write_warmup)
+
+    def serving_spec(self, model, max_seq_length=None):
+        """The model's `ServingSpec`: its SavedModel (`export_question_answerer`) and LiteRT
+        (`litert_qa`) exports; LiteRT measures on the loaded examples, else on those read
+        from the task's files (no features are built)."""
+        from albert_tf.export import litert_qa
+        from albert_tf.export.serving_spec import ServingSpec
+        from albert_tf.export.squad_serving import question_answerer_spec
 
         settings = self.settings
-        if seq_length:
-            settings = dataclasses.replace(settings, max_seq_length=seq_length)
-        return export_question_answerer(
-            model,
-            self.spm_model,
-            export_dir,
-            settings,
+        if max_seq_length:
+            settings = dataclasses.replace(settings, max_seq_length=int(max_seq_length))
+        options = dict(
             n_best_size=self.data.n_best_size,
             max_answer_length=self.data.max_answer_length,
             null_threshold=self.null_threshold,
-            version=version,
-            write_warmup=write_warmup,
         )
+
+        def saved_model():
+            return question_answerer_spec(model, self.preprocessor, settings, **options)
+
+        def examples(split, limit):
+            loaded = self.examples.get(split)
+            if loaded is None:
+                loaded = squad_examples.read_squad_examples(
+                    self._path(split), self.version_2, skip_mismatched=split == "train"
+                )
+            return list(loaded)[:limit]
+
+        def litert(**litert_options):
+            return litert_qa.litert_spec(
+                model,
+                self.preprocessor,
+                settings,
+                examples,
+                self.name,
+                saved_model,
+                functools.partial(answer_scores, version_2=self.version_2),
+                **options,
+                **litert_options,
+            )
+
+        return ServingSpec(self.kind, saved_model, litert)
 
     def describe(self):
         return {
@@ -364,7 +423,7 @@ class SquadTask(FinetuneTask):
     @classmethod
     def from_description(cls, description, directory=None):
         task = cls(SquadData(**description["data"]))
-        task.settings = squad_data.FeatureSettings(**description["settings"])
-        task.spm_model = spm_model_of(description, directory)
+        task.settings = squad_features.FeatureSettings(**description["settings"])
+        task.preprocessor = _preprocessor(spm_model_of(description, directory), task.settings)
         task.null_threshold = float(description.get("null_threshold", 0.0))
         return task

@@ -13,7 +13,8 @@ score is the lowest answerability logit over its windows, and `apply_null_thresh
 the predictions whose null score is above a threshold into "" (no answer).
 
 >>> import numpy as np
->>> from albert_tf.data.squad import SquadExample, SquadFeatures
+>>> from albert_tf.data.squad_examples import SquadExample
+>>> from albert_tf.data.squad_features import SquadFeatures
 
 One window "[CLS] where [SEP] In Paris , France. [SEP]":
 
@@ -36,16 +37,12 @@ import numpy as np
 from absl import logging
 
 from albert_tf import files
-from albert_tf.data.squad import example_windows
-from albert_tf.models.squad_metrics import squad_v2_scores
+from albert_tf.data.squad_features import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, example_windows
+from albert_tf.metrics.squad_metrics import squad_v2_scores
 
 PREDICTIONS_FILE = "predictions.json"
 NBEST_FILE = "nbest_predictions.json"
 NULL_ODDS_FILE = "null_odds.json"
-#: The score of the placeholder answer "" given when no span is valid (as the original).
-EMPTY_SCORE = -1e6
-#: The null score of a question without windows (the original's starting value).
-NO_WINDOW_NULL_SCORE = 1e6
 
 
 def v1_predictions(
@@ -166,7 +163,7 @@ def evaluate_v2(examples, predictions, null_odds):
         plus the search's "best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh" and
         "null_score_diff_threshold" (= best_f1_thresh).
 
-    >>> from albert_tf.data.squad import SquadExample
+    >>> from albert_tf.data.squad_examples import SquadExample
     >>> examples = [SquadExample("a", "?", "x", gold_answers=["Paris"]),
     ...             SquadExample("b", "?", "x", is_impossible=True)]
     >>> scores, final = evaluate_v2(examples, {"a": "Paris", "b": "1889"}, {"a": -1.0, "b": 2.0})
@@ -243,20 +240,33 @@ def _top(scores, count):
     return np.argsort(-scores, kind="stable")[:count]
 
 
-def _valid_spans(features, row, starts, ends, max_answer_length):
-    """Which (start, end) pairs of window `row` may be answers: both context pieces, in order,
-    at most `max_answer_length` pieces, the start with its most context in this window."""
-    width = features.p_mask.shape[1]
+def valid_spans(is_context, max_context, starts, ends, max_answer_length):
+    """bool, the shape of `starts`: which (start, end) positions of one window may be answers:
+    both context pieces, in order, at most `max_answer_length` pieces, the start with its most
+    context in this window (`is_context`, `max_context`: bool [S]). The graphs' twin is
+    `export.squad_serving.valid_spans`.
+
+    >>> context = np.array([False, True, True, True])
+    >>> valid_spans(context, context, np.array([1, 2, 0]), np.array([2, 1, 1]), 30).tolist()
+    [True, False, False]
+    """
+    width = len(is_context)
     inside = (starts >= 0) & (ends < width) & (starts <= ends)
     starts, ends = np.where(inside, starts, 0), np.where(inside, ends, 0)
-    is_context = (features.p_mask[row] == 0) & (features.piece_start_char[row] >= 0)
     return (
         inside
         & (ends - starts + 1 <= max_answer_length)
         & is_context[starts]
         & is_context[ends]
-        & features.token_is_max_context[row][starts].astype(bool)
+        & max_context[starts]
     )
+
+
+def _valid_spans(features, row, starts, ends, max_answer_length):
+    """`valid_spans` of window `row` of `features`."""
+    is_context = (features.p_mask[row] == 0) & (features.piece_start_char[row] >= 0)
+    max_context = features.token_is_max_context[row].astype(bool)
+    return valid_spans(is_context, max_context, starts, ends, max_answer_length)
 
 
 def _nbest(example, features, candidates, n_best_size, score_names):

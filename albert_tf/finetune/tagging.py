@@ -15,7 +15,6 @@ entity F1 (token accuracy for a plain tag set such as POS tags). The export tags
 """
 
 import collections
-import dataclasses
 import os
 
 import numpy as np
@@ -24,16 +23,9 @@ from absl import logging
 from albert_tf import files
 from albert_tf.data import conll
 from albert_tf.data.docstring_entities import DOCSTRING_CODE, docstring_code_splits
-from albert_tf.finetune.task import (
-    Features,
-    FinetuneTask,
-    describe_preprocessor,
-    preprocessor_of,
-    write_tsv,
-)
+from albert_tf.finetune.task import Features, FinetuneTask, preprocessor_of, write_tsv
 from albert_tf.finetune.task_data import TaggingData
-from albert_tf.models.entity_metrics import entity_scores, most_frequent_tag_baseline
-from albert_tf.models.preprocessor import AlbertPreprocessor
+from albert_tf.metrics.entity_metrics import entity_scores, most_frequent_tag_baseline
 from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.settings import InvalidFlagError
 from albert_tf.text.word_windows import WordWindows, window_labels, window_sizes, word_logits
@@ -55,6 +47,7 @@ class TokenClassificationTask(FinetuneTask):
     """
 
     kind = "token_classification"
+    data_type = TaggingData
     output_files = tuple(PREDICTIONS_FILE.format(split=s) for s in ("dev", "test"))
 
     def __init__(self, data, seed=0, labels=None):
@@ -63,7 +56,6 @@ class TokenClassificationTask(FinetuneTask):
         self.sentences = {}
         self.windows = {}
         self.tag_ids = {}
-        self.preprocessor = None
 
     # ------------------------------------------------------------------ description
     @property
@@ -77,23 +69,17 @@ class TokenClassificationTask(FinetuneTask):
         return "f1"
 
     @property
-    def vocab_size(self):
-        return self.preprocessor.vocab_size
-
-    @property
     def loaded_splits(self):
         return tuple(self.sentences)
 
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
     ):
         try:
-            window_sizes(seq_length, self.data.stride)
+            window_sizes(max_seq_length, self.data.stride)
         except ValueError as e:
             raise InvalidFlagError(f"--{e}".replace("--seq_length", "--max_seq_length")) from None
-        self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=seq_length, tex_quotes=tex_quotes
-        )
+        super().configure_text(spm_model, lower_case, max_seq_length, static_shapes, tex_quotes)
 
     def _read(self, split, path):
         flag = f"--{split}_file"
@@ -273,28 +259,50 @@ class TokenClassificationTask(FinetuneTask):
         write_tsv(os.path.join(output_dir, f"{split}_results.tsv"), header, rows)
         logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split, path)
 
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
-        from albert_tf.export.entities import export_token_classifier
+    def serving_spec(self, model, max_seq_length=None):
+        """The model's `ServingSpec`: its SavedModel
+        (`token_classifier_serving.token_classifier_spec`) and LiteRT (`litert.text_spec`)
+        exports."""
+        import functools
 
-        return export_token_classifier(
+        from albert_tf.export import litert, token_classifier_serving
+        from albert_tf.export.serving_spec import ServingSpec
+
+        def texts(split, limit):
+            if split not in self.loaded_splits:
+                self.load(["train", "dev"])
+            words = self.sentences[split].words
+            return litert.sentence_columns(words, self.tag_ids.get(split), limit)
+
+        saved = functools.partial(
+            token_classifier_serving.token_classifier_spec,
             model,
             self.preprocessor,
-            export_dir,
-            seq_length=seq_length or self.preprocessor.seq_length,
-            stride=self.data.stride if not seq_length else None,
-            version=version,
-            labels=self.labels,
-            write_warmup=write_warmup,
+            max_seq_length or self.preprocessor.seq_length,
+            self.data.stride if not max_seq_length else None,
+            self.labels,
         )
+        lite = functools.partial(
+            litert.text_spec,
+            model,
+            self.preprocessor,
+            texts,
+            self.kind,
+            self.name,
+            False,
+            max_seq_length,
+        )
+        return ServingSpec(self.kind, saved, lite)
+
+    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
+        """`export_token_classifier`."""
+        from albert_tf.export import saved_model
+
+        spec = self.serving_spec(model, max_seq_length).saved_model()
+        return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "data": dataclasses.asdict(self.data),
-            "labels": list(self.labels),
-            **describe_preprocessor(self.preprocessor),
-        }
+        return {**super().describe(), "labels": list(self.labels)}
 
     @classmethod
     def from_description(cls, description, directory=None):

@@ -53,44 +53,109 @@ class Features:
 
 
 class FinetuneTask(abc.ABC):
-    """The task interface of `albert_tf.finetune.run_finetuning` (see the module docstring)."""
+    """The task interface of `albert_tf.finetune.run_finetuning` (see the module docstring).
 
-    #: "classification", "token_classification", ...: selects the task class when rebuilding.
+    A task must define `load`, `build_model`, `features`, `postprocess`, `evaluate`,
+    `write_predictions` and `export`, and set `kind` and `data_type`. Everything else has a
+    default for the common layout: `data` holds the task's settings (a `data_type` dataclass),
+    `configure_text` sets `preprocessor` (an `AlbertPreprocessor`), `load` fills `examples`
+    ({split: that split's examples}); the name is `kind`, the best checkpoint is chosen by
+    "accuracy". A task rebuilt from finetune.json (exporting a finished run) is also listed in
+    `TASK_KINDS`. A minimal task, "is the text longer than 40 characters?":
+
+    >>> from albert_tf.finetune.task_data import ClassificationData
+    >>> from albert_tf.metrics.glue_metrics import accuracy
+    >>> class LongTextTask(FinetuneTask):
+    ...     kind = "long_text"
+    ...     data_type = ClassificationData
+    ...
+    ...     def __init__(self, data, seed=0):
+    ...         self.data, self.examples = data, {}
+    ...
+    ...     def load(self, splits):
+    ...         texts = ["a short one", "a text that goes on for quite a few more words"]
+    ...         self.examples = {split: texts for split in splits}
+    ...
+    ...     def build_model(self, backbone, dropout=0.1):
+    ...         from albert_tf.models.classifier import AlbertClassifier
+    ...
+    ...         return AlbertClassifier(backbone, num_classes=2, dropout=dropout)
+    ...
+    ...     def features(self, split):
+    ...         texts = self.examples[split]
+    ...         labels = np.array([int(len(text) > 40) for text in texts])
+    ...         return Features({"text": np.asarray(texts, dtype=object)}, labels)
+    ...
+    ...     def input_transform(self):
+    ...         return self.preprocessor  # raw strings -> token ids in tf.data
+    ...
+    ...     def postprocess(self, outputs, split):
+    ...         return np.argmax(outputs, axis=-1)
+    ...
+    ...     def evaluate(self, predictions, split):
+    ...         return {"accuracy": accuracy(predictions, self.features(split).labels)}
+    ...
+    ...     def write_predictions(self, predictions, split, output_dir):
+    ...         path = os.path.join(output_dir, f"{split}_results.tsv")
+    ...         write_tsv(path, ["index", "prediction"], enumerate(predictions))
+    ...
+    ...     def export(
+    ...         self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"
+    ...     ):
+    ...         from albert_tf.export.saved_model import export_classifier
+    ...
+    ...         return export_classifier(
+    ...             model, self.preprocessor, export_dir, version=version, write_warmup=write_warmup
+    ...         )
+    >>> task = LongTextTask(ClassificationData())
+    >>> task.load(["train", "dev"])
+    >>> task.name, task.main_metric, task.loaded_splits, task.evaluate(np.array([0, 1]), "dev")
+    ('long_text', 'accuracy', ('train', 'dev'), {'accuracy': 1.0})
+    """
+
+    #: "classification", "token_classification", ...: selects the task class when rebuilding,
+    #: and the default `name`.
     kind = None
-    #: The task's data settings (a dataclass such as `ClassificationData`): recorded in the
-    #: output directory's run.json and compared when a run is resumed.
+    #: The dataclass of `data`: `from_description` rebuilds `data` with it.
+    data_type = None
+    #: The task's data settings (a `data_type` instance such as `ClassificationData`): recorded
+    #: in the output directory's run.json and compared when a run is resumed.
     data = None
+    #: The `AlbertPreprocessor` that `configure_text` sets (None for a task tokenizing otherwise).
+    preprocessor = None
     #: Names of the files `write_predictions` may write into the output directory: removed
     #: with the rest of a run by --overwrite_output_dir.
     output_files = ()
+    #: The dev metric (higher is better) that selects the best checkpoint: a key of `evaluate`'s
+    #: results (a property where it depends on the data).
+    main_metric = "accuracy"
 
     @property
-    @abc.abstractmethod
     def name(self):
         """The task's name (logs, finetune.json)."""
+        return self.kind
 
-    @property
-    @abc.abstractmethod
-    def main_metric(self):
-        """The dev metric (higher is better) that selects the best checkpoint."""
-
-    @abc.abstractmethod
     def configure_text(
-        self, spm_model, lower_case=True, seq_length=512, static_shapes=False, tex_quotes=False
+        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
     ):
         """Sets the tokenizer (a SentencePiece model path or bytes, `lower_case`, `tex_quotes`
         as `SentencePieceTokenizer`'s) and sequence length; `static_shapes` (TPU) forbids
-        padding a batch to less than `seq_length`."""
+        padding a batch to less than `max_seq_length`. The default sets `preprocessor`."""
+        from albert_tf.models.preprocessor import AlbertPreprocessor
+
+        self.preprocessor = AlbertPreprocessor(
+            spm_model, lower_case=lower_case, seq_length=max_seq_length, tex_quotes=tex_quotes
+        )
 
     @property
-    @abc.abstractmethod
     def vocab_size(self):
         """The configured tokenizer's vocabulary size."""
+        return self.preprocessor.vocab_size
 
     @property
-    @abc.abstractmethod
     def loaded_splits(self):
-        """Names of the splits `load` read."""
+        """Names of the splits `load` read (the default: the keys of `examples`)."""
+        return tuple(self.examples)
 
     @abc.abstractmethod
     def load(self, splits):
@@ -153,6 +218,11 @@ class FinetuneTask(abc.ABC):
         """{metric name: float} of the predictions against the split's labels; must contain
         `main_metric`."""
 
+    def adopt_dev_metrics(self, metrics):
+        """Keeps what the task derives from the chosen model's dev `evaluate` metrics for
+        writing predictions and exporting (default: nothing; SQuAD v2: its null-score
+        threshold). `evaluate` itself changes nothing."""
+
     def headline_metrics(self, metrics):
         """The part of `evaluate`'s metrics worth a log line (all are in eval_results.json and
         TensorBoard)."""
@@ -163,22 +233,31 @@ class FinetuneTask(abc.ABC):
         """Writes the predictions of `split` into `output_dir` (atomically)."""
 
     @abc.abstractmethod
-    def export(self, model, export_dir, version=None, seq_length=None, write_warmup="auto"):
+    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
         """Exports `model` for TF Serving with raw-text signatures (EXPORT_DIR/<version>, with
-        `seq_length` tokens at most per sequence: default the training length); returns the
+        `max_seq_length` tokens at most per sequence: default the training length); returns the
         version path."""
 
-    @abc.abstractmethod
     def describe(self):
         """A JSON-serialisable description, enough for `from_description` to rebuild the task
         for exporting and predicting (no data is re-read); the SentencePiece model is named by
-        `describe_spm_model`'s entry, which the runner points at the copy beside finetune.json."""
+        `describe_spm_model`'s entry, which the runner points at the copy beside finetune.json.
+        The default: `kind`, `name`, `data` and `describe_preprocessor(preprocessor)`."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "data": dataclasses.asdict(self.data),
+            **describe_preprocessor(self.preprocessor),
+        }
 
     @classmethod
-    @abc.abstractmethod
     def from_description(cls, description, directory=None):
         """The task `describe()` described; `directory` is where the description was read from
-        (relative file names in it are resolved against it)."""
+        (relative file names in it are resolved against it). The default: the task of a
+        `data_type` made from "data", with its `preprocessor`."""
+        task = cls(cls.data_type(**description["data"]))
+        task.preprocessor = preprocessor_of(description, directory)
+        return task
 
 
 # kind -> the module and class implementing it (imported only when that kind is rebuilt).

@@ -135,7 +135,7 @@ def fuse_query_key_value(weights):
 def _dense(x, kernel, bias, activation=None):
     """activation(x [T, in] @ kernel [in, out] + bias): a 2-D MatMul + BiasAdd (+ the activation
     on the 2-D result), which oneDNN fuses into one op (a 3-D x would make a broadcasting
-    BatchMatMul and a separate add: ~10% slower on CPU)."""
+    BatchMatMul and a separate add, slower on CPU)."""
     y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return y if activation is None else activation(y)
 

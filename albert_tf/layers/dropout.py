@@ -4,10 +4,10 @@ Block i's mask at a site is the elements [i * m, i * m + n) of one Philox stream
 site's seed, n being the mask's size and m that rounded up to a multiple of 4 (Philox yields
 4 numbers per counter step, so a piece starts on a counter step and is drawn on its own by
 offsetting the counter). The site's seed is the same in every block, folded once outside the
-encoder's loop; only the counter offset depends on the block. Drawn this way (a flat piece,
-reshaped) the encoder's training step under XLA took 3-3.5% less time than with a seed folded in
-per block and a mask drawn in its own shape (docs/model.md). Every block's masks are drawn on
-their own, when the block runs, and are the same in a `tf.while_loop` and unrolled.
+encoder's loop; only the counter offset depends on the block (faster under XLA than a seed
+folded in per block and a mask drawn in its own shape: docs/notes/encoder_speed.md). Every
+block's masks are drawn on their own, when the block runs, and are the same in a
+`tf.while_loop` and unrolled.
 Recomputation (`AlbertEncoder(recompute=True)`) keeps them packed 8 to a byte (`pack`,
 `unpack`) for the backward pass.
 
@@ -45,7 +45,8 @@ def _uniform(shape, seed, counter_offset=0):
     steps (4 numbers each) into its stream. Offset 0 equals
     `tf.random.stateless_uniform(shape, seed, alg="philox")`."""
     # Philox named, not "auto_select": the same numbers off XLA (where auto_select is Philox),
-    # and under XLA:CPU auto_select inside a tf.while_loop ran ~2.5x slower than unrolled.
+    # and under XLA:CPU auto_select inside a tf.while_loop ran slower than unrolled
+    # (docs/notes/encoder_speed.md).
     key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=seed)
     offset = tf.cast(counter_offset, tf.uint64)
     counter = counter + tf.stack([offset, tf.zeros_like(offset)])

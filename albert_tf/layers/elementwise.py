@@ -13,8 +13,7 @@ pass over memory instead of one per TF op. The block's written-out gradient
 (`albert_tf.layers.block`) pairs each with its gradient kernel (`Activation.gradient`,
 `normalize_gradient`, `attention_probs_gradient`). Dropout's mask is applied the same way
 (`apply_dropout`, `residual_dropout`), and the attention dropout's gradient inside the softmax
-gradient kernel. On a 2-core AVX512-BF16 CPU this cuts the
-GELU of an ALBERT-base FFN ([2048, 3072] bfloat16, forward and backward) from 16.8 to 3.5 ms.
+gradient kernel (docs/notes/encoder_speed.md has the measurements).
 
 >>> import tensorflow as tf
 >>> from albert_tf.layers import elementwise

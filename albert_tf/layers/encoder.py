@@ -21,6 +21,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from albert_tf import keras_internals
 from albert_tf.config import AlbertConfig
 from albert_tf.layers import block, block_weights
 
@@ -112,7 +113,7 @@ def stacked_axes(model):
     [2]
     """
     prefixes = set()
-    for layer in model._flatten_layers(include_self=False, recursive=True):
+    for layer in keras_internals.sublayers(model):
         if isinstance(layer, StackedWeights):
             for variable in layer.trainable_variables:
                 prefixes.add(variable.path.rsplit("/", 1)[0])
@@ -139,9 +140,8 @@ def recomputed(fn, unpack=lambda masks: masks):
     The backward pass keeps only the block's input [B, S, H], the weights (loop invariants)
     and `kept_masks`, which `unpack` turns into fn's `masks` for the second run (the encoder
     keeps the dropout masks packed 8 to a byte), instead of every activation, at the cost of a
-    second forward pass of the block. The first run gets `masks` as drawn. Keeping the masks
-    rather than drawing them again took an ALBERT-large step at seq 512 from 7.28 s to 6.95 s
-    (docs/model.md).
+    second forward pass of the block. The first run gets `masks` as drawn (keeping them is
+    faster than drawing them again: docs/notes/encoder_speed.md).
     `attention`, `ffn` and both masks are dicts of tensors (never variables); the masks get no
     gradient.
 
@@ -331,8 +331,8 @@ class AlbertEncoder(keras.layers.Layer):
             )
         # The forward iterations are sequential anyway (through h); the backward loop (which
         # inherits this setting) may start an iteration while the previous one finishes its
-        # weight gradients, which the unrolled graph also overlaps: 2 took about 1% off a step
-        # without XLA (docs/model.md). With `recompute`, each backward iteration's
+        # weight gradients, which the unrolled graph also overlaps (2 measured best:
+        # docs/notes/encoder_speed.md). With `recompute`, each backward iteration's
         # recomputation needs only its kept input, so the executor would run several recomputed
         # blocks at once and hold all their activations: one at a time.
         final = tf.while_loop(

@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import keras_internals
 from albert_tf.layers.encoder import stacked_axes
 from albert_tf.models import model_dir, text_inputs
 from albert_tf.models.backbone import INPUT_KEYS, AlbertModel
@@ -258,11 +259,13 @@ class AlbertHeadModel(keras.Model):
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod
-    def pretrained_preprocessor(cls, directory, preprocessor="auto", seq_length=None, config=None):
+    def pretrained_preprocessor(
+        cls, directory, preprocessor="auto", max_seq_length=None, config=None
+    ):
         """The preprocessor `from_pretrained` attaches: `preprocessor` itself when it is an
         `AlbertPreprocessor`; None for None / False; for "auto" (or True, which requires one),
         `AlbertPreprocessor.from_pretrained(directory)` when the directory has its spm.model,
-        with `seq_length` (default `default_seq_length`, at most the model's
+        with `max_seq_length` (default `default_seq_length`, at most the model's
         max_position_embeddings) and dynamic padding except on TPU (static shapes)."""
         if preprocessor is None or preprocessor is False:
             return None
@@ -278,12 +281,12 @@ class AlbertHeadModel(keras.Model):
             return None
         from albert_tf.precision import device_kind
 
-        if seq_length is None:
-            seq_length = cls.default_seq_length
+        if max_seq_length is None:
+            max_seq_length = cls.default_seq_length
             if config is not None:
-                seq_length = min(seq_length, config.max_position_embeddings)
+                max_seq_length = min(max_seq_length, config.max_position_embeddings)
         return AlbertPreprocessor.from_pretrained(
-            directory, seq_length=seq_length, dynamic_padding=device_kind() != "TPU"
+            directory, seq_length=max_seq_length, dynamic_padding=device_kind() != "TPU"
         )
 
     @classmethod
@@ -297,12 +300,12 @@ class AlbertHeadModel(keras.Model):
         attention_probs_dropout_prob=None,
         dtype=None,
         preprocessor="auto",
-        seq_length=None,
+        max_seq_length=None,
         **kwargs,
     ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`),
         with the directory's `AlbertPreprocessor` attached (see `pretrained_preprocessor`:
-        `preprocessor=None` attaches none, `seq_length` sets its length).
+        `preprocessor=None` attaches none, `max_seq_length` sets its length).
 
         `hidden_dropout_prob` / `attention_probs_dropout_prob` override the backbone config's
         dropout (the paper's "ALBERT DR" column of Table 14).
@@ -317,7 +320,7 @@ class AlbertHeadModel(keras.Model):
             num_classes or (len(labels) if labels else 2),
         )
         kwargs["preprocessor"] = cls.pretrained_preprocessor(
-            directory, preprocessor, seq_length, backbone.config
+            directory, preprocessor, max_seq_length, backbone.config
         )
         return cls(backbone, num_classes=num_classes, dropout=dropout, labels=labels, **kwargs)
 
@@ -432,7 +435,7 @@ class AlbertHeadModel(keras.Model):
         if {self.dtype_policy.name, self.backbone.dtype_policy.name} == {policy}:
             return
         new = keras.dtype_policies.get(policy)
-        for layer in self._flatten_layers(include_self=True, recursive=True):
+        for layer in keras_internals.sublayers(self, include_self=True):
             if id(layer.dtype_policy) in followers:
                 layer.dtype_policy = new
 
@@ -509,6 +512,10 @@ class AlbertHeadModel(keras.Model):
             x, y, kwargs = self._text_fit_arguments(x, y, batch_size, kwargs)
             batch_size = None
         if self._auto_compile is not None and self._auto_steps_pending:
+            # Keras has no hook between knowing the run's length and building the optimizer
+            # (under a strategy it builds it before any callback runs), so the schedule's
+            # length is set by calling the public `compile` again, before `super().fit`, with
+            # the arguments of the "auto" compile and the step count.
             steps = _infer_steps(
                 x, y, batch_size, epochs, steps_per_epoch, kwargs.get("initial_epoch", 0)
             )
@@ -598,7 +605,7 @@ class AlbertHeadModel(keras.Model):
 
         gradients, loss = accumulate(micro_step, steps, variables, tf.constant(0.0))
         replicas = tf.distribute.get_strategy().num_replicas_in_sync  # the loss is 1/replicas
-        self._loss_tracker.update_state(loss * replicas, sample_weight=rows)
+        keras_internals.loss_tracker(self).update_state(loss * replicas, sample_weight=rows)
         self.optimizer.apply_gradients(zip(gradients, variables))
         return self.get_metrics_result()
 
@@ -612,8 +619,7 @@ class AlbertHeadModel(keras.Model):
         Under a tf.distribute strategy, creating them inside the traced step fails
         (keras#23085, not fixed in 3.15); a checkpoint restore also needs them to exist; and
         without a strategy, Keras creates them inside the first trace of the step, which makes
-        TensorFlow trace the whole step a second time (0.85 s of an ALBERT-base first step).
-        `fit` and `train_on_batch` call it.
+        TensorFlow trace the whole step a second time. `fit` and `train_on_batch` call it.
         """
         optimizer = getattr(self, "optimizer", None)
         if optimizer is not None and not optimizer.built:

@@ -94,14 +94,14 @@ def _join(directory, name):
     return f"{directory.rstrip('/')}/{name}"
 
 
-def save(model, directory, spm_model_file=None, extra_files=None, tex_quotes=False):
+def save(model, directory, spm_model=None, extra_files=None, tex_quotes=False):
     """Writes `model` (an AlbertPretrainer or AlbertModel) as the directory `directory`, whole.
 
     Args:
         model: the model to save; a pretrainer keeps its heads, a backbone is saved alone.
         directory: a local or gs:// directory; created (with parents) if missing, replaced
             whole if it is a model directory (see the module docstring), refused otherwise.
-        spm_model_file: optional SentencePiece model file, copied in as `spm.model` after
+        spm_model: optional SentencePiece model file (a path), copied in as `spm.model` after
             `check_vocabulary_matches` against the model's config.
         extra_files: optional {name in LAYOUT_FILES: callable(local_path)} writing more files
             into the same directory (the fine-tuned head's model.keras).
@@ -116,15 +116,15 @@ def save(model, directory, spm_model_file=None, extra_files=None, tex_quotes=Fal
         raise TypeError(
             f"save() needs an AlbertPretrainer or AlbertModel, got {type(model).__name__}"
         )
-    if spm_model_file is not None:
-        if not tf.io.gfile.exists(spm_model_file):
-            raise FileNotFoundError(f"spm_model_file not found: {spm_model_file}")
+    if spm_model is not None:
+        if not tf.io.gfile.exists(spm_model):
+            raise FileNotFoundError(f"spm_model not found: {spm_model}")
         from albert_tf.text.vocab_check import check_vocabulary_matches
 
         check_vocabulary_matches(
-            spm_model_file,
+            spm_model,
             config,
-            flag="spm_model_file",
+            flag="spm_model",
             model=f"the {type(model).__name__} saved to {directory}",
         )
     if not isinstance(tex_quotes, bool):
@@ -134,8 +134,8 @@ def save(model, directory, spm_model_file=None, extra_files=None, tex_quotes=Fal
         weights_name: model.save_weights,
         TEXT_FILE: lambda path: write_json(path, {"tex_quotes": tex_quotes}),
     }
-    if spm_model_file is not None:
-        writers[SPM_FILE] = lambda path: tf.io.gfile.copy(spm_model_file, path, overwrite=True)
+    if spm_model is not None:
+        writers[SPM_FILE] = lambda path: tf.io.gfile.copy(spm_model, path, overwrite=True)
     writers.update(extra_files or {})
     _check_replaceable(directory)
     if "://" in directory:

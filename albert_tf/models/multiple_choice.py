@@ -56,7 +56,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
     [N, 4]} (or a batched tf.data.Dataset of such dicts); a "_" in the question is filled with
     each option, else the option follows the question (`albert_tf.data.race`). Labels are the
     right option's index or letter ("A".."D"). `predict` returns the export's serving_default
-    outputs (`albert_tf.export.multiple_choice.choices_body`): "probabilities" [N, 4] and
+    outputs (`albert_tf.export.multiple_choice_serving.choices_body`): "probabilities" [N, 4] and
     "answer" [N] (the chosen option's index). Option: max_qa_length (pieces kept from the end
     of question + option; default min(128, (seq_length - 3) // 2)).
 
@@ -124,13 +124,13 @@ class AlbertMultipleChoice(AlbertHeadModel):
         attention_probs_dropout_prob=None,
         dtype=None,
         preprocessor="auto",
-        seq_length=None,
+        max_seq_length=None,
         **kwargs,
     ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`), with
         optional backbone dropout overrides (Table 14's "ALBERT DR": 0.1 for RACE) and the
         directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
-        seq_length 512)."""
+        max_seq_length 512)."""
         kwargs.pop("num_classes", None)
         kwargs.pop("labels", None)
         backbone = load_backbone(
@@ -138,7 +138,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
         )
         logging.info("%s on %s (%d choices)", cls.__name__, directory, num_choices)
         kwargs["preprocessor"] = cls.pretrained_preprocessor(
-            directory, preprocessor, seq_length, backbone.config
+            directory, preprocessor, max_seq_length, backbone.config
         )
         return cls(backbone, num_choices=num_choices, dropout=dropout, **kwargs)
 
@@ -160,7 +160,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
         return np.asarray(python_label_ids(list(y), list(LETTERS), type(self).__name__))
 
     def encode_text(self, options):
-        from albert_tf.export.multiple_choice import BUCKET, pack_choices
+        from albert_tf.export.multiple_choice_serving import BUCKET, pack_choices
 
         seq_length, max_qa_length = self._text_settings(options)
         pre = self.preprocessor
@@ -187,7 +187,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
         return encode
 
     def text_predict_function(self, options):
-        from albert_tf.export.multiple_choice import choices_body
+        from albert_tf.export.multiple_choice_serving import choices_body
 
         seq_length, max_qa_length = self._text_settings(options)
         pre = self.preprocessor

@@ -20,7 +20,7 @@ import base64
 import keras
 import tensorflow as tf
 
-from albert_tf.text.layers import TRUNCATIONS, SegmentPacker, TextTokenizer
+from albert_tf.text.preprocessing_layers import TRUNCATIONS, SegmentPacker, TextTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 _EXPECTED = (
@@ -197,12 +197,13 @@ class AlbertPreprocessor(keras.layers.Layer):
         """Number of SentencePiece ids of each text (int32 [batch]), before truncation."""
         return self.tokenizer(tf.convert_to_tensor(texts, tf.string)).row_lengths()
 
-    def with_padding(self, dynamic_padding, seq_length=None):
-        """A copy of this preprocessor with another padding mode (and maybe sequence length)."""
+    def with_padding(self, dynamic_padding, max_seq_length=None):
+        """A copy of this preprocessor with another padding mode (and maybe `max_seq_length`, its
+        `seq_length`)."""
         config = self.get_config()
         config.update(dynamic_padding=dynamic_padding, name=f"{self.name}_copy")
-        if seq_length is not None:
-            config["seq_length"] = seq_length
+        if max_seq_length is not None:
+            config["seq_length"] = max_seq_length
         return type(self).from_config(config)
 
     def compute_output_spec(self, inputs):

@@ -66,13 +66,13 @@ class _SquadModel(AlbertHeadModel):
     Raw text (with a preprocessor): (question, context) pairs as a list of rows, an array
     [N, 2] or a dict {"question", "context"} (`predict` also takes a batched tf.data.Dataset
     of these). `predict` returns the export's serving_default outputs
-    (`albert_tf.export.question_answering.answer_body`): "answer" [N], "score", "start", "end"
+    (`albert_tf.export.squad_serving.answer_body`): "answer" [N], "score", "start", "end"
     (character offsets, end exclusive, -1 without an answer) and, for v2,
     "has_answer_probability". `fit` / `evaluate` labels: {"answer_start": character offsets,
     "answer_text": texts} (or "answer_end" instead of "answer_text"; -1 / "" for a question
     without an answer), or a list of SQuAD answers {"text", "answer_start"}; the windows and
     their start / end positions are built as the SQuAD task builds them
-    (`albert_tf.data.squad.build_features`). Options (keyword arguments of fit / evaluate /
+    (`albert_tf.data.squad_features.build_features`). Options (keyword arguments of fit / evaluate /
     predict): doc_stride (default min(128, seq_length // 3)), max_query_length (default
     min(64, seq_length // 2)), and for predict n_best_size (20), max_answer_length (30) and
     null_threshold (v2, 0.0), as `export_question_answerer`'s.
@@ -136,25 +136,25 @@ class _SquadModel(AlbertHeadModel):
         attention_probs_dropout_prob=None,
         dtype=None,
         preprocessor="auto",
-        seq_length=None,
+        max_seq_length=None,
         **kwargs,
     ):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`)
         with the directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
-        seq_length 384); `kwargs` go to the constructor."""
+        max_seq_length 384); `kwargs` go to the constructor."""
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )
         logging.info("%s on %s", cls.__name__, directory)
         kwargs["preprocessor"] = cls.pretrained_preprocessor(
-            directory, preprocessor, seq_length, backbone.config
+            directory, preprocessor, max_seq_length, backbone.config
         )
         return cls(backbone, **kwargs)
 
     # ------------------------------------------------------------------ raw text
     def feature_settings(self, options):
         """The `FeatureSettings` of the raw-text path: the preprocessor's length and casing."""
-        from albert_tf.data.squad import FeatureSettings
+        from albert_tf.data.squad_features import FeatureSettings
 
         pre = self.preprocessor
         seq_length = pre.seq_length
@@ -171,7 +171,8 @@ class _SquadModel(AlbertHeadModel):
         """(ids (+ p_mask for v2), {start_positions, end_positions (, is_impossible)})
         batches of the windows of raw (question, context) pairs with the answers `y`, built
         in Python as the SQuAD task builds them (so not from a tf.data.Dataset)."""
-        from albert_tf.data.squad import SquadExample, build_features
+        from albert_tf.data.squad_examples import SquadExample
+        from albert_tf.data.squad_features import build_features
         from albert_tf.text.tokenizer import SentencePieceTokenizer
 
         if isinstance(x, tf.data.Dataset):
@@ -204,7 +205,7 @@ class _SquadModel(AlbertHeadModel):
         return text_inputs.batched(parts, batch_size, shuffle).prefetch(tf.data.AUTOTUNE)
 
     def text_predict_function(self, options):
-        from albert_tf.export.question_answering import answer_body
+        from albert_tf.export.squad_serving import answer_body
 
         body = answer_body(
             self,
@@ -497,8 +498,11 @@ class AlbertSquadV2Model(_SquadModel):
         return super().test_step(self._with_start_positions(data))
 
     def _align(self, x, y, y_pred, training):
-        # Keras builds the compiled loss and metrics on one symbolic batch called without the
-        # labels' start positions; the gold-start outputs are traced here for it.
+        # Written against Keras 3.15.1 (`albert_tf.keras_internals`, whose test fails if Keras
+        # changes this): under a distribute strategy, Keras builds the compiled loss and
+        # metrics on outputs of the model called without the labels (the beam's outputs). Only
+        # then do they lack "end_logits" (`train_step` / `test_step` pass the gold start), and
+        # the gold-start outputs are traced here, symbolically, for that build.
         if isinstance(y_pred, dict) and "end_logits" not in y_pred:
             x, _, _ = keras.utils.unpack_x_y_sample_weight(self._with_start_positions((x, y)))
             y_pred = self(x, training=training)

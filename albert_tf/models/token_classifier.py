@@ -215,7 +215,7 @@ class AlbertTokenClassifier(AlbertHeadModel):
         return encode
 
     def text_predict_function(self, options):
-        from albert_tf.export.entities import entity_body
+        from albert_tf.export.token_classifier_serving import entity_body
         from albert_tf.text.word_windows import window_sizes
 
         labels = list(self.labels or [])

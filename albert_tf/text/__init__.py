@@ -2,8 +2,8 @@
 
 Public names:
 - `preprocess_text(text, lower=True)`: ALBERT's normalization (Python).
-- `SentencePieceTokenizer(model_file_or_bytes, lower_case=True)`: Python tokenizer.
-- `TextTokenizer(spm_model_file_or_bytes, lower_case=True)`: Keras layer, raw strings -> ragged ids.
+- `SentencePieceTokenizer(spm_model, lower_case=True)`: Python tokenizer.
+- `TextTokenizer(spm_model, lower_case=True)`: Keras layer, raw strings -> ragged ids.
 - `SegmentPacker(seq_length, cls_id, sep_id, pad_id, ...)`: Keras layer, [CLS] A [SEP] B [SEP].
 - `split_sentences(text)`: the rule-based sentence splitter for one-document-per-line corpora.
 - `is_start_piece(piece)`: the original word-start rule used by whole-word masking.
@@ -27,5 +27,9 @@ __all__ = [
 # The Keras layers pull in TensorFlow and tensorflow-text; the Python path (used by
 # create_pretraining_data's worker processes) must stay light, so they load on first use.
 __getattr__, __dir__ = lazy_attributes(
-    __name__, {"TextTokenizer": "albert_tf.text.layers", "SegmentPacker": "albert_tf.text.layers"}
+    __name__,
+    {
+        "TextTokenizer": "albert_tf.text.preprocessing_layers",
+        "SegmentPacker": "albert_tf.text.preprocessing_layers",
+    },
 )

@@ -7,12 +7,13 @@ first character; a TeX quote pair -> both characters; an NFKD expansion -> the o
 the normalised text), applies the digit-comma rule, and maps every piece back to raw
 characters: from its first to its last non-space character, end exclusive.
 
-For ordinary text these spans equal the Python path's LCS alignment (`squad.align_pieces`).
-They can differ where a raw character normalises to several characters or to none
-(ligatures such as "ﬁ", "½", standalone combining marks), for Hangul (NFKD jamo that
-SentencePiece recomposes) and for characters that NFKD turns into spaces (U+00A8): there the
-LCS leaves characters unmatched and guesses their neighbours, while these spans follow the
-characters' true sources. Offsets assume valid UTF-8 (invalid bytes count as U+FFFD).
+For ordinary text these spans equal the Python path's LCS alignment
+(`squad_alignment.align_pieces`). They can differ where a raw character normalises to several
+characters or to none (ligatures such as "ﬁ", "½", standalone combining marks), for Hangul
+(NFKD jamo that SentencePiece recomposes) and for characters that NFKD turns into spaces
+(U+00A8): there the LCS leaves characters unmatched and guesses their neighbours, while these
+spans follow the characters' true sources. Offsets assume valid UTF-8 (invalid bytes count as
+U+FFFD).
 
 >>> out = normalize_with_sources(tf.constant(["  Caf\u00e9 ``ok''"]), tex_quotes=True)
 >>> out["text"].numpy()[0].decode(), out["source_start"].to_list()[0]
@@ -26,7 +27,7 @@ from albert_tf.text.tokenizer import WORD_START
 
 _SPACE = 0x20
 # Python's `str.isspace` code points (the last one is U+3000).
-_WHITESPACE = unicode_tables.to_ranges([c for c in range(0x3001) if chr(c).isspace()])
+WHITESPACE = unicode_tables.to_ranges([c for c in range(0x3001) if chr(c).isspace()])
 _QUOTES = (0x60, 0x27)  # `` and '' become one '"'
 
 
@@ -43,11 +44,16 @@ def _keep(ragged, keep, *values):
     return (kept,) + tuple(tf.boolean_mask(v, keep) for v in values)
 
 
+def is_whitespace(codepoints):
+    """bool, the shape of int32 `codepoints`: Python's `str.isspace` of each."""
+    return graph_ops.in_ranges(tf.constant(WHITESPACE), codepoints)
+
+
 def _collapse_whitespace(cp):
     """Strip + collapse whitespace runs to one space: (codepoints, source start, source end)."""
     flat = cp.flat_values
     row, index = _flat_positions(cp)
-    space = graph_ops._in_ranges(tf.constant(_WHITESPACE), flat)
+    space = is_whitespace(flat)
     solid = tf.cast(tf.logical_not(space), tf.int64)
     before = tf.cumsum(solid, exclusive=True) - tf.gather(
         tf.cumsum(solid, exclusive=True), tf.gather(cp.row_splits, row)
@@ -87,7 +93,7 @@ def _decompose_with_sources(cp, start, end):
     """`graph_ops._decompose` (NFKD without combining marks) carrying each output's sources."""
     keys_np, splits_np, values_np = unicode_tables.decomposition_table()
     flat = cp.flat_values
-    found, index = graph_ops._lookup(tf.constant(keys_np), flat)
+    found, index = graph_ops.lookup(tf.constant(keys_np), flat)
     splits = tf.constant(splits_np)
     s = tf.cast(flat, tf.int64) - unicode_tables.HANGUL_FIRST
     hangul = (s >= 0) & (s < unicode_tables.HANGUL_COUNT)
@@ -126,7 +132,7 @@ def normalize_with_sources(texts, lower=True, tex_quotes=False):
         cp, start, end = _tex_quotes(cp, start, end)
     cp, start, end = _decompose_with_sources(cp, start, end)
     if lower:
-        cp = graph_ops._lowercase(cp)
+        cp = graph_ops.lowercase(cp)
     return {
         "text": tf.strings.unicode_encode(cp, "UTF-8"),
         "codepoints": cp,

@@ -19,13 +19,13 @@ _HANGUL_L, _HANGUL_V, _HANGUL_T = 0x1100, 0x1161, 0x11A7
 _HANGUL_V_COUNT_T_COUNT, _HANGUL_T_COUNT = 21 * 28, 28
 
 
-def _lookup(keys, x):
+def lookup(keys, x):
     """(found, index) of each x in the sorted 1-D constant `keys`."""
     index = tf.minimum(tf.searchsorted(keys, x, side="left"), tf.size(keys) - 1)
     return tf.equal(tf.gather(keys, index), x), index
 
 
-def _in_ranges(bounds, x):
+def in_ranges(bounds, x):
     """Membership of x in the ranges [bounds[0], bounds[1]), [bounds[2], bounds[3]), ..."""
     return tf.equal(
         tf.math.floormod(tf.searchsorted(bounds, tf.cast(x, tf.int64), side="right"), 2), 1
@@ -39,7 +39,7 @@ def _decompose(codepoints):
     # ASCII is NFKD-invariant and holds no combining character: only look the others up.
     where = tf.where(cp >= 0x80)
     others = tf.gather_nd(cp, where)
-    found_others, index_others = _lookup(tf.constant(keys_np), others)
+    found_others, index_others = lookup(tf.constant(keys_np), others)
     hangul_others = (others >= unicode_tables.HANGUL_FIRST) & (
         others < unicode_tables.HANGUL_FIRST + unicode_tables.HANGUL_COUNT
     )
@@ -80,8 +80,8 @@ def _final_sigma(codepoints):
     cased_np, ignorable_np = unicode_tables.final_sigma_ranges()
     cp = codepoints.flat_values
     n = tf.size(cp, out_type=tf.int64)
-    cased = _in_ranges(tf.constant(cased_np), cp)
-    counted = tf.logical_not(_in_ranges(tf.constant(ignorable_np), cp))
+    cased = in_ranges(tf.constant(cased_np), cp)
+    counted = tf.logical_not(in_ranges(tf.constant(ignorable_np), cp))
     positions = tf.concat([tf.boolean_mask(tf.range(n), counted), [n]], axis=0)  # sentinel n
     cased_ext = tf.concat([cased, [False]], axis=0)
     num_counted = tf.size(positions, out_type=tf.int64) - 1
@@ -98,7 +98,7 @@ def _final_sigma(codepoints):
     return tf.equal(cp, _SIGMA) & prev_cased & tf.logical_not(next_cased)
 
 
-def _lowercase(codepoints):
+def lowercase(codepoints):
     """`str.lower` on a ragged [B, (chars)] int32 tensor of codepoints (after `_decompose`)."""
     keys_np, values_np = unicode_tables.lowercase_table()
     cp = codepoints.flat_values
@@ -106,7 +106,7 @@ def _lowercase(codepoints):
     # Only the non-ASCII codepoints go through the table lookup.
     where = tf.where(cp >= 0x80)
     others = tf.gather_nd(cp, where)
-    found, index = _lookup(tf.constant(keys_np), others)
+    found, index = lookup(tf.constant(keys_np), others)
     lowered = tf.tensor_scatter_nd_update(
         lowered, where, tf.where(found, tf.gather(tf.constant(values_np), index), others)
     )
@@ -144,7 +144,7 @@ def normalize(texts, lower=True, tex_quotes=False):
         texts = tf.strings.regex_replace(texts, "``|''", '"')
     codepoints = _decompose(tf.strings.unicode_decode(texts, "UTF-8"))
     if lower:
-        codepoints = _lowercase(codepoints)
+        codepoints = lowercase(codepoints)
     return tf.strings.unicode_encode(codepoints, "UTF-8")
 
 

@@ -4,8 +4,9 @@
 punctuation character is a word of its own ("Paris." -> "Paris", "."). `WordTokenizer` turns
 each word, on its own, into SentencePiece ids with ALBERT's `TextTokenizer` (the same
 normalisation and model as the rest of the package), giving every word at least one id.
-Training (`albert_tf.text.word_windows`, run eagerly) and serving (`albert_tf.export.entities`,
-in a SavedModel) both call `WordTokenizer`, so their pieces cannot disagree.
+Training (`albert_tf.text.word_windows`, run eagerly) and serving
+(`albert_tf.export.token_classifier_serving`, in a SavedModel) both call `WordTokenizer`, so their
+pieces cannot disagree.
 
 Only TensorFlow and tensorflow-text ops: the functions run eagerly, in tf.data and in a
 SavedModel.
@@ -92,7 +93,7 @@ class WordTokenizer:
     """
 
     def __init__(self, tokenizer, lower_case=True):
-        from albert_tf.text.layers import TextTokenizer
+        from albert_tf.text.preprocessing_layers import TextTokenizer
         from albert_tf.text.tokenizer import SentencePieceTokenizer
 
         if hasattr(tokenizer, "tokenizer") and isinstance(tokenizer.tokenizer, TextTokenizer):

@@ -1,6 +1,6 @@
 """SentencePiece tokenization with ALBERT's rules, in Python (the data pipeline's tokenizer).
 
-The in-graph twin is `albert_tf.text.layers.TextTokenizer`; both give the same ids.
+The in-graph twin is `albert_tf.text.preprocessing_layers.TextTokenizer`; both give the same ids.
 """
 
 import os
@@ -22,19 +22,19 @@ class VocabularyError(UserError, ValueError):
     """A SentencePiece model file is unusable or does not belong to the model; names the file."""
 
 
-def spm_name(model_file_or_bytes):
+def spm_name(spm_model):
     """How errors name a SentencePiece model: its path, or the size of the given bytes."""
-    if isinstance(model_file_or_bytes, (bytes, bytearray)):
-        return f"the given SentencePiece model ({len(model_file_or_bytes)} bytes)"
-    return str(model_file_or_bytes)
+    if isinstance(spm_model, (bytes, bytearray)):
+        return f"the given SentencePiece model ({len(spm_model)} bytes)"
+    return str(spm_model)
 
 
-def read_model_proto(model_file_or_bytes):
+def read_model_proto(spm_model):
     """Returns the serialized SentencePiece model: `bytes` pass through, paths are read (gs://
     and other remote paths through tf.io.gfile)."""
-    if isinstance(model_file_or_bytes, (bytes, bytearray)):
-        return bytes(model_file_or_bytes)
-    path = str(model_file_or_bytes)
+    if isinstance(spm_model, (bytes, bytearray)):
+        return bytes(spm_model)
+    path = str(spm_model)
     if "://" not in path:  # local: no TensorFlow import, so worker processes stay light
         if not os.path.exists(path):
             raise FileNotFoundError(f"SentencePiece model file not found: {path}")
@@ -48,7 +48,7 @@ def read_model_proto(model_file_or_bytes):
         return f.read()
 
 
-def load_processor(model_file_or_bytes):
+def load_processor(spm_model):
     """(serialized model, loaded `SentencePieceProcessor`); a file that is not a SentencePiece
     model raises VocabularyError "<path>: not a SentencePiece model (...)", never its bytes.
 
@@ -60,7 +60,7 @@ SentencePiece model (it does not parse as one)
     """
     import sentencepiece as spm
 
-    proto = read_model_proto(model_file_or_bytes)
+    proto = read_model_proto(spm_model)
     processor = spm.SentencePieceProcessor()
     try:
         processor.LoadFromSerializedProto(proto)
@@ -69,7 +69,7 @@ SentencePiece model (it does not parse as one)
         if "ParseFromArray" in reason or not reason:
             reason = "it does not parse as one"
         raise VocabularyError(
-            f"{spm_name(model_file_or_bytes)}: not a SentencePiece model ({reason[:200]})"
+            f"{spm_name(spm_model)}: not a SentencePiece model ({reason[:200]})"
         ) from None
     return proto, processor
 
@@ -121,7 +121,7 @@ class SentencePieceTokenizer:
     """ALBERT's SentencePiece tokenizer: `preprocess_text`, SentencePiece, the digit-comma rule.
 
     Args:
-      model_file_or_bytes: path (local or gs://) of a `.model` file, or its serialized bytes.
+      spm_model: path (local or gs://) of a `.model` file, or its serialized bytes.
       lower_case: lowercase during preprocessing (True for the released uncased English models).
       tex_quotes: replace the TeX quotes `` and '' with " during preprocessing, as Hugging Face's
         `AlbertTokenizer` does (False: the original ALBERT's `preprocess_text`).
@@ -135,22 +135,18 @@ class SentencePieceTokenizer:
     (0, 1, 2, 3, 4)
     """
 
-    def __init__(self, model_file_or_bytes, lower_case=True, tex_quotes=False):
-        self.model_proto, self._sp = load_processor(model_file_or_bytes)
+    def __init__(self, spm_model, lower_case=True, tex_quotes=False):
+        self.model_proto, self._sp = load_processor(spm_model)
         self.lower_case = bool(lower_case)
         self.tex_quotes = bool(tex_quotes)
         # The file it was read from (None for bytes): what vocabulary errors name.
-        self.source = (
-            None
-            if isinstance(model_file_or_bytes, (bytes, bytearray))
-            else str(model_file_or_bytes)
-        )
+        self.source = None if isinstance(spm_model, (bytes, bytearray)) else str(spm_model)
         ids = {}
         for name, piece in SPECIAL_PIECES.items():
             i = self._sp.PieceToId(piece)
             if self._sp.IdToPiece(i) != piece:
                 raise VocabularyError(
-                    f"{spm_name(model_file_or_bytes)}: SentencePiece model has no {piece!r} "
+                    f"{spm_name(spm_model)}: SentencePiece model has no {piece!r} "
                     "piece; ALBERT needs <pad>, <unk>, [CLS], [SEP] and [MASK] (train one with "
                     "scripts/train_tokenizer.py)"
                 )

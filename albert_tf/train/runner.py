@@ -53,13 +53,14 @@ from albert_tf.data import input_checks
 from albert_tf.logs import show_progress
 from albert_tf.optim import WarmupPolynomialDecay, create_optimizer
 from albert_tf.optim.loss_scale import DynamicLossScale
-from albert_tf.settings import InvalidFlagError
+from albert_tf.settings import InvalidFlagError  # noqa: F401  (re-exported: runner.InvalidFlagError)
 from albert_tf.train import checkpointing, run_record, summaries
 from albert_tf.train import strategy as strategy_lib
 from albert_tf.train.controller import Controller, NonFiniteLossError
 from albert_tf.train.loop import Trainer
 from albert_tf.train.params import PretrainingParams, parse_profile_steps, validate_params
 from albert_tf.train.task import PretrainingTask
+from albert_tf.train.training_params import check_batch_sizes
 from albert_tf.train.warm_start import warm_start
 
 __all__ = [
@@ -115,25 +116,6 @@ MAY_DIFFER = (
     "max_consecutive_recoveries",
     "profile_steps",
 )
-
-
-def check_batch_sizes(params, strategy):
-    """Batch sizes must split evenly over the replicas (and the training batch of each replica
-    over the accumulation steps)."""
-    replicas = strategy.num_replicas_in_sync
-    for flag in ("train_batch_size", "eval_batch_size"):
-        if getattr(params, flag) % replicas:
-            raise InvalidFlagError(
-                f"--{flag}={getattr(params, flag)} is not divisible by the "
-                f"{replicas} replicas of --strategy={params.strategy}"
-            )
-    steps = params.gradient_accumulation_steps
-    if params.train_batch_size % (replicas * steps):
-        raise InvalidFlagError(
-            f"--train_batch_size={params.train_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps={steps} x the {replicas} replicas of "
-            f"--strategy={params.strategy}"
-        )
 
 
 def load_config(params):
@@ -222,7 +204,7 @@ def build_training(params, strategy, config=None):
         params.max_predictions_per_seq,
         seed=params.seed,
         dynamic_masking=params.dynamic_masking,
-        spm_model_file=params.spm_model_file,
+        spm_model=params.spm_model_file,
     )
     with strategy.scope():
         model = task.build_model()
@@ -393,9 +375,7 @@ class _Runner:
 
         export_dir = os.path.join(self.p.output_dir, "export")
         # tex_quotes=False: create_pretraining_data tokenizes as the original (TeX quotes kept).
-        model_dir.save(
-            self.model, export_dir, spm_model_file=self.p.spm_model_file, tex_quotes=False
-        )
+        model_dir.save(self.model, export_dir, spm_model=self.p.spm_model_file, tex_quotes=False)
         logging.info("Exported the pretrained model to %s", export_dir)
         return export_dir
 

@@ -21,6 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.errors import UserError
+from albert_tf.precision import is_tpu
 from albert_tf.train.params import STRATEGIES  # re-exported: albert_tf.train.strategy.STRATEGIES
 
 
@@ -119,10 +120,6 @@ def create_strategy(name, tpu=None, logical_cpus=0):
         "Strategy %s: %d replica(s) in sync", type(strategy).__name__, strategy.num_replicas_in_sync
     )
     return strategy
-
-
-def is_tpu(strategy):
-    return isinstance(strategy, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy))
 
 
 def num_workers(strategy):

@@ -54,8 +54,8 @@ class PretrainingTask(Task):
         config: the `AlbertConfig` of the model to pretrain.
         max_seq_length, max_predictions_per_seq: shapes of the pretraining records.
         seed: seed of the input order (and of dynamic masks).
-        dynamic_masking: read unmasked records and mask on the fly (needs `spm_model_file`).
-        spm_model_file: SentencePiece model (for dynamic masking's vocabulary).
+        dynamic_masking: read unmasked records and mask on the fly (needs `spm_model`).
+        spm_model: SentencePiece model (for dynamic masking's vocabulary).
 
     Example:
         >>> task = PretrainingTask(AlbertConfig.from_preset("albert_tiny"))
@@ -73,7 +73,7 @@ class PretrainingTask(Task):
         max_predictions_per_seq=20,
         seed=None,
         dynamic_masking=False,
-        spm_model_file=None,
+        spm_model=None,
     ):
         if not isinstance(config, AlbertConfig):
             raise TypeError(f"PretrainingTask needs an AlbertConfig, got {type(config).__name__}")
@@ -82,7 +82,7 @@ class PretrainingTask(Task):
         self.max_predictions_per_seq = int(max_predictions_per_seq)
         self.seed = seed
         self.dynamic_masking = bool(dynamic_masking)
-        self.spm_model_file = spm_model_file
+        self.spm_model = spm_model
 
     # ------------------------------------------------------------------ model
     def build_model(self):
@@ -115,7 +115,7 @@ class PretrainingTask(Task):
         )
         if self.dynamic_masking:
             return pipeline.dynamic_masking_dataset(
-                file_patterns, spm_model_file=self.spm_model_file, **common
+                file_patterns, spm_model=self.spm_model, **common
             )
         return pipeline.pretraining_dataset(file_patterns, **common)
 

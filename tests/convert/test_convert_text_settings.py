@@ -37,9 +37,9 @@ def converted(tmp_path_factory, spm_model_file):
     hf_dir, tf1_dir = str(root / "hf"), str(root / "tf1")
     to_huggingface(AlbertPretrainer(AlbertModel(config)), hf_dir)
     out = {"huggingface": str(root / "from_hf"), "original": str(root / "from_tf1")}
-    convert_checkpoint("huggingface", hf_dir, out["huggingface"], spm_model_file=spm_model_file)
+    convert_checkpoint("huggingface", hf_dir, out["huggingface"], spm_model=spm_model_file)
     convert_checkpoint("huggingface", hf_dir, tf1_dir, target_format="original")
-    convert_checkpoint("original", tf1_dir, out["original"], spm_model_file=spm_model_file)
+    convert_checkpoint("original", tf1_dir, out["original"], spm_model=spm_model_file)
     return out
 
 

@@ -33,7 +33,7 @@ def huggingface_dir(tmp_path_factory):
 
 def test_converting_again_leaves_no_stale_vocabulary(huggingface_dir, spm_model_file, tmp_path):
     out = tmp_path / "albert"
-    convert_checkpoint("huggingface", huggingface_dir, str(out), spm_model_file=spm_model_file)
+    convert_checkpoint("huggingface", huggingface_dir, str(out), spm_model=spm_model_file)
     assert sorted(os.listdir(out)) == [
         "config.json",
         "pretrainer.weights.h5",
@@ -47,11 +47,11 @@ def test_converting_again_leaves_no_stale_vocabulary(huggingface_dir, spm_model_
 
 def test_a_vocabulary_of_another_model_is_refused(huggingface_dir, spm_model_file, fx, tmp_path):
     out = tmp_path / "albert"
-    convert_checkpoint("huggingface", huggingface_dir, str(out), spm_model_file=spm_model_file)
+    convert_checkpoint("huggingface", huggingface_dir, str(out), spm_model=spm_model_file)
     before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     other = fx.path("hf_shared_tanh")  # vocab_size 99
     with pytest.raises(VocabularyError) as error:
-        convert_checkpoint("huggingface", other, str(out), spm_model_file=spm_model_file)
+        convert_checkpoint("huggingface", other, str(out), spm_model=spm_model_file)
     assert str(error.value) == (
         f"--spm_model_file={spm_model_file} has 1000 pieces but the model ({other}) has "
         "vocab_size 99: the tokenizer does not belong to this model"

@@ -220,7 +220,7 @@ def test_failure_mid_run_leaves_no_output(tmp_path, spm_model_file, corpus_file)
         pretraining.create_from_documents(
             failing_source,
             paths,
-            pretraining._load_tokenizer,
+            pretraining.load_tokenizer,
             (open(spm_model_file, "rb").read(), True),
             _config(),
         )

@@ -46,7 +46,7 @@ def litert_task(corpus_file, spm_model_file, tmp_path_factory):
             text_column="sentence",
         )
     )
-    task.configure_text(spm_model_file, seq_length=SEQ_LENGTH)
+    task.configure_text(spm_model_file, max_seq_length=SEQ_LENGTH)
     task.load(["train", "dev"])
     return task
 

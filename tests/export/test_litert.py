@@ -150,7 +150,8 @@ def test_variants_below_the_agreement_threshold_are_warned_about_and_not_default
     # The demo classifier's numbers (docs/litert.md): int8 73.5%, int8_dynamic 99.6%.
     with caplog.at_level(logging.WARNING):
         judged = litert.judge_variants(
-            report("classification", "top1_agreement", float32=1.0, int8_dynamic=0.996, int8=0.735)
+            report("classification", "top1_agreement", float32=1.0, int8_dynamic=0.996, int8=0.735),
+            unit="texts",
         )
     variants = judged["variants"]
     assert [variants[n]["passes"] for n in ("float32", "int8_dynamic", "int8")] == [
@@ -166,7 +167,7 @@ def test_variants_below_the_agreement_threshold_are_warned_about_and_not_default
     assert [r.getMessage() for r in caplog.records] == [warning]
     # Exactly the threshold passes; another threshold; SQuAD's answers; regression: not judged.
     squad = litert.judge_variants(
-        report("squad", "answer_agreement", a=0.99, b=0.989), min_agreement=0.99
+        report("squad", "answer_agreement", a=0.99, b=0.989), min_agreement=0.99, unit="questions"
     )
     assert [e["passes"] for e in squad["variants"].values()] == [True, False]
     assert "of 300 dev questions, below" in squad["variants"]["b"]["warning"]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.data.squad import FeatureSettings
+from albert_tf.data.squad_features import FeatureSettings
 from albert_tf.export import litert, litert_qa
-from albert_tf.export.question_answering import export_question_answerer, question_windows
+from albert_tf.export.squad_serving import export_question_answerer, question_windows
 
 pytest.importorskip("ai_edge_litert")
 
@@ -81,7 +81,7 @@ def exported(spm_model_file, tmp_path_factory):
     result = {}
     for kind in ("v1", "v2"):
         model = _model(kind, vocab_size)
-        pre = litert_qa._preprocessor(spm_model_file, SETTINGS)
+        pre = litert_qa.squad_preprocessor(spm_model_file, SETTINGS)
         fn = litert_qa.serving_function(
             model, pre, SETTINGS, MAX_WINDOWS, max_answer_length=MAX_ANSWER, details=True
         )
@@ -125,7 +125,7 @@ def test_logits_equal_the_keras_model_on_the_same_windows(exported, kind):
 
 def test_windows_equal_the_saved_model_windows(exported, spm_model_file):
     from albert_tf.text import graph_offsets
-    from albert_tf.text.layers import TextTokenizer
+    from albert_tf.text.preprocessing_layers import TextTokenizer
 
     _, lite, _ = exported["v1"]
     tokenizer = TextTokenizer(spm_model_file)
@@ -202,7 +202,7 @@ def squad_task(spm_model_file, tmp_path_factory):
             max_answer_length=MAX_ANSWER,
         )
     )
-    task.configure_text(spm_model_file, seq_length=SETTINGS.max_seq_length)
+    task.configure_text(spm_model_file, max_seq_length=SETTINGS.max_seq_length)
     return task
 
 
@@ -252,7 +252,7 @@ def test_script_exports_and_reports_a_squad_model(exported, squad_task, tmp_path
 
 def test_argument_errors(exported, spm_model_file):
     model = exported["v1"][0]
-    pre = litert_qa._preprocessor(spm_model_file, SETTINGS)
+    pre = litert_qa.squad_preprocessor(spm_model_file, SETTINGS)
     with pytest.raises(ValueError, match="max_position_embeddings=512"):
         litert_qa.serving_function(model, pre, FeatureSettings(max_seq_length=1024))
     with pytest.raises(ValueError, match="max_windows must be >= 1, got 0"):

@@ -56,7 +56,7 @@ def make_inputs(directory, corpus_file, spm_model_file):
     config_file = directory / "albert_config.json"
     config_file.write_text(json.dumps(TINY_CONFIG))
     pretrained = AlbertPretrainer(AlbertModel(AlbertConfig.from_dict(dict(TINY_CONFIG))))
-    model_dir.save(pretrained, str(directory / "pretrained"), spm_model_file=spm_model_file)
+    model_dir.save(pretrained, str(directory / "pretrained"), spm_model=spm_model_file)
     to_huggingface(pretrained, str(directory / "huggingface"))
     other = dict(TINY_CONFIG, hidden_size=48, intermediate_size=96)  # other shapes, no spm.model
     other_model = AlbertPretrainer(AlbertModel(AlbertConfig.from_dict(other)))

@@ -71,7 +71,7 @@ def test_from_pretrained_with_dropout_override(tmp_path, spm_model_file):
     from albert_tf.models.pretrainer import AlbertPretrainer
 
     backbone = AlbertModel(_small_config())
-    model_dir.save(AlbertPretrainer(backbone), str(tmp_path / "pre"), spm_model_file=spm_model_file)
+    model_dir.save(AlbertPretrainer(backbone), str(tmp_path / "pre"), spm_model=spm_model_file)
     model = AlbertClassifier.from_pretrained(
         str(tmp_path / "pre"), labels=["x", "y", "z"], hidden_dropout_prob=0.1
     )

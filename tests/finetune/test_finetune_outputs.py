@@ -150,12 +150,12 @@ def test_descriptions_that_embed_the_model_still_load(spm_model_file):
         proto = f.read()
     data = ClassificationData(task_name="t", train_file="train.tsv")
     task = SentenceClassificationTask(data, spec=custom_task("t", "text", labels=("a", "b")))
-    task.configure_text(spm_model_file, seq_length=16)
+    task.configure_text(spm_model_file, max_seq_length=16)
     old = {k: v for k, v in task.describe().items() if k != "spm_model_file"}
     old["preprocessor"] = keras.saving.serialize_keras_object(task.preprocessor)
     assert task_from_description(old).preprocessor.model_proto == proto
     squad = SquadTask(SquadData())
-    squad.configure_text(spm_model_file, seq_length=128)
+    squad.configure_text(spm_model_file, max_seq_length=128)
     old = {k: v for k, v in squad.describe().items() if k != "spm_model_file"}
     old["spm_model_proto"] = base64.b64encode(proto).decode("ascii")
     assert task_from_description(old).spm_model == proto

@@ -178,7 +178,7 @@ def test_description_keeps_the_builtin_split_seed(monkeypatch, spm_model_file):
     task = classification.SentenceClassificationTask(
         ClassificationData(task_name="docstring-source"), seed=12345
     )
-    task.configure_text(spm_model_file, lower_case=True, seq_length=16, static_shapes=False)
+    task.configure_text(spm_model_file, lower_case=True, max_seq_length=16, static_shapes=False)
     task.load(["train", "dev"])
     rebuilt = task_from_description(task.describe())
     rebuilt.load(["dev"])
@@ -193,7 +193,7 @@ def test_squad_keeps_tex_quotes_in_its_description(spm_model_file):
     from albert_tf.finetune.task import task_from_description
 
     task = SquadTask(SquadData())
-    task.configure_text(spm_model_file, seq_length=128, tex_quotes=True)
+    task.configure_text(spm_model_file, max_seq_length=128, tex_quotes=True)
     assert task.settings.tex_quotes
     description = task.describe()
     assert task_from_description(description).settings.tex_quotes

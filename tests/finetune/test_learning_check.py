@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from finetune_support import classifier_flags, script, write_tsv_splits
 
-from albert_tf.data.squad import SquadExample
+from albert_tf.data.squad_examples import SquadExample
 from albert_tf.data.task_spec import TaskSpec
 from albert_tf.finetune import learning_check
 from albert_tf.finetune.classification import ClassificationData, SentenceClassificationTask

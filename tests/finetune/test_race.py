@@ -171,8 +171,8 @@ def test_underscore_rule_and_truncation_keep_the_last_qa_pieces(tokenizer):
 
 
 def test_graph_packing_equals_python(tokenizer, spm_model_file, race_dir):
-    from albert_tf.export.multiple_choice import pack_choices
-    from albert_tf.text.layers import TextTokenizer
+    from albert_tf.export.multiple_choice_serving import pack_choices
+    from albert_tf.text.preprocessing_layers import TextTokenizer
 
     dev = race.read_race(str(race_dir), "dev")
     articles = [dev.articles[i] for i in dev.article_index] + [LONG_ARTICLE, "Ça   va ?"]
@@ -458,11 +458,11 @@ def test_bad_input_is_one_line(race_dir, spm_model_file, tmp_path):
         r"--max_seq_length - 3 = 45\]",
     ):
         RaceTask(RaceData(str(race_dir), max_qa_length=46)).configure_text(
-            spm_model_file, seq_length=48
+            spm_model_file, max_seq_length=48
         )
     with pytest.raises(InvalidFlagError, match="--high_only and --middle_only"):
         RaceTask(RaceData(str(race_dir), high_only=True, middle_only=True)).configure_text(
-            spm_model_file, seq_length=48
+            spm_model_file, max_seq_length=48
         )
 
 

@@ -55,7 +55,7 @@ def _save_init(path, spm_model_file, seed):
 
     keras.utils.set_random_seed(seed)
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000, num_hidden_layers=2)
-    model_dir.save(AlbertModel(config), path, spm_model_file=spm_model_file)
+    model_dir.save(AlbertModel(config), path, spm_model=spm_model_file)
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf.data import squad
+from albert_tf.data import squad_alignment, squad_cache, squad_examples, squad_features
 from albert_tf.data.task_spec import DataError
 
 # Small windows so that the contexts below span several of them: 32 positions, at most 10
 # question pieces, a new window every 8 pieces.
-SETTINGS = squad.FeatureSettings(max_seq_length=32, doc_stride=8, max_query_length=10)
+SETTINGS = squad_features.FeatureSettings(max_seq_length=32, doc_stride=8, max_query_length=10)
 
 TOWER = (
     "Gustave Eiffel's company designed and built the tower in Paris between 1887 and "
@@ -201,20 +201,20 @@ def v1_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def v1_features(v1_file, tokenizer):
-    examples = squad.read_squad_examples(v1_file)
-    return examples, squad.build_features(examples, tokenizer, SETTINGS)
+    examples = squad_examples.read_squad_examples(v1_file)
+    return examples, squad_features.build_features(examples, tokenizer, SETTINGS)
 
 
 def _error(path, *args, **kwargs):
     with pytest.raises(DataError) as info:
-        squad.read_squad_examples(str(path), *args, **kwargs)
+        squad_examples.read_squad_examples(str(path), *args, **kwargs)
     return str(info.value)
 
 
 # ------------------------------------------------------------------------------- reading
 def test_reads_v1_examples(v1_file, caplog):
     with caplog.at_level(logging.WARNING):
-        examples = squad.read_squad_examples(v1_file)
+        examples = squad_examples.read_squad_examples(v1_file)
     by_id = {e.qas_id: e for e in examples}
     who = by_id["who"]
     assert (who.question_text, who.context_text) == ("Who designed the tower?", TOWER)
@@ -232,7 +232,7 @@ def test_reads_v1_examples(v1_file, caplog):
 
 
 def test_mismatched_answer_kept_for_evaluation(v1_file):
-    examples = squad.read_squad_examples(v1_file, skip_mismatched=False)
+    examples = squad_examples.read_squad_examples(v1_file, skip_mismatched=False)
     bad = next(e for e in examples if e.qas_id == "bad-start")
     assert (bad.answer_text, bad.answer_start, bad.gold_answers) == ("", -1, ["1887"])
     assert examples.mismatched_ids == ["bad-start"]
@@ -240,11 +240,13 @@ def test_mismatched_answer_kept_for_evaluation(v1_file):
 
 def test_reads_v2_and_unlabelled(tmp_path):
     path = write_squad(tmp_path / "dev-v2.0.json", v2_dataset())
-    examples = squad.read_squad_examples(path, version_2_with_negative=True)
+    examples = squad_examples.read_squad_examples(path, version_2_with_negative=True)
     rings = next(e for e in examples if e.qas_id == "rings")
     assert rings.is_impossible and rings.gold_answers == [] and rings.answer_text == ""
     assert sum(e.is_impossible for e in examples) == 2
-    unlabelled = squad.read_squad_examples(path, version_2_with_negative=True, labelled=False)
+    unlabelled = squad_examples.read_squad_examples(
+        path, version_2_with_negative=True, labelled=False
+    )
     assert [e.gold_answers for e in unlabelled] == [[]] * 6
     assert all(e.answer_start == -1 for e in unlabelled)
 
@@ -303,15 +305,15 @@ def test_errors_name_file_and_question(tmp_path):
     write_squad(path, {"data": [{"paragraphs": [{"context": MARS, "qas": [good, good]}]}]})
     assert _error(path) == f"{path}: question 'q7': duplicate question id"
     with pytest.raises(FileNotFoundError, match="missing.json"):
-        squad.read_squad_examples(str(tmp_path / "missing.json"))
+        squad_examples.read_squad_examples(str(tmp_path / "missing.json"))
 
 
 # ------------------------------------------------------------------------------ features
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="leaves no room for the context"):
-        squad.FeatureSettings(max_seq_length=16, max_query_length=13)
+        squad_features.FeatureSettings(max_seq_length=16, max_query_length=13)
     with pytest.raises(ValueError, match="must be positive"):
-        squad.FeatureSettings(doc_stride=0)
+        squad_features.FeatureSettings(doc_stride=0)
 
 
 def test_labels_cover_the_answers(v1_features):
@@ -380,12 +382,12 @@ def test_window_layout(v1_features, tokenizer):
 
 def test_windows_slide_and_each_piece_has_one_max_context_window(v1_features, tokenizer):
     examples, features = v1_features
-    for example_index, rows in squad.example_windows(features):
+    for example_index, rows in squad_features.example_windows(features):
         example = examples[example_index]
         pieces = tokenizer.encode_pieces(example.context_text)
-        alignment = squad.align_pieces(example.context_text, pieces)
+        alignment = squad_alignment.align_pieces(example.context_text, pieces)
         query = tokenizer.encode_ids(example.question_text)[: SETTINGS.max_query_length]
-        spans = squad.window_spans(len(pieces), 32 - len(query) - 3, 8)
+        spans = squad_features.window_spans(len(pieces), 32 - len(query) - 3, 8)
         assert len(rows) == len(spans) >= (4 if example.context_text == TOWER else 2)
         max_context = np.zeros(len(pieces), int)
         for row, (start, length) in zip(rows, spans):
@@ -406,14 +408,17 @@ def test_windows_slide_and_each_piece_has_one_max_context_window(v1_features, to
 def test_alignment_of_non_ascii_and_irregular_text(tokenizer):
     for text in (TOWER, NILE, "  Ｆｕｌｌ-width ﬁle… “x”\u00a0y\ttab 9,000,000.", "Ça va ?"):
         pieces = tokenizer.encode_pieces(text)
-        alignment = squad.align_pieces(text, pieces)
+        alignment = squad_alignment.align_pieces(text, pieces)
         assert alignment is not None, text
         starts, ends = alignment.piece_start_char, alignment.piece_end_char
         assert starts == sorted(starts) and all(s <= e for s, e in zip(starts, ends))
         covered = {i for s, e in zip(starts, ends) for i in range(s, e)}
         assert covered >= {i for i, c in enumerate(text) if not c.isspace()}, text
     # Pieces of another text fail to align.
-    assert squad.align_pieces("completely different", tokenizer.encode_pieces("xyz qrs")) is None
+    assert (
+        squad_alignment.align_pieces("completely different", tokenizer.encode_pieces("xyz qrs"))
+        is None
+    )
 
 
 def test_alignment_failures_are_counted_and_logged(tokenizer, caplog):
@@ -429,13 +434,13 @@ def test_alignment_failures_are_counted_and_logged(tokenizer, caplog):
             return tokenizer.encode_pieces("zzz qqq" if "unalignable" in text else text)
 
     examples = [
-        squad.SquadExample(
+        squad_examples.SquadExample(
             "bad", "Why?", "unalignable text here", "text", 12, gold_answers=["text"]
         ),
-        squad.SquadExample("good", "Which?", MARS, "Mars", 0, gold_answers=["Mars"]),
+        squad_examples.SquadExample("good", "Which?", MARS, "Mars", 0, gold_answers=["Mars"]),
     ]
     with caplog.at_level(logging.WARNING):
-        features = squad.build_features(examples, WrongPieces(), SETTINGS)
+        features = squad_features.build_features(examples, WrongPieces(), SETTINGS)
     assert features.stats.alignment_failures == ["bad"]
     assert set(features.example_index.tolist()) == {1}
     assert (
@@ -446,14 +451,14 @@ def test_alignment_failures_are_counted_and_logged(tokenizer, caplog):
 
 def test_v2_and_unlabelled_features(tmp_path, tokenizer):
     path = write_squad(tmp_path / "dev-v2.0.json", v2_dataset())
-    examples = squad.read_squad_examples(path, version_2_with_negative=True)
-    features = squad.build_features(examples, tokenizer, SETTINGS)
-    for example_index, rows in squad.example_windows(features):
+    examples = squad_examples.read_squad_examples(path, version_2_with_negative=True)
+    features = squad_features.build_features(examples, tokenizer, SETTINGS)
+    for example_index, rows in squad_features.example_windows(features):
         if examples[example_index].is_impossible:
             assert features.is_impossible[rows].all() and not features.start_positions[rows].any()
         else:
             assert not features.is_impossible[rows].all()
-    unlabelled = squad.build_features(examples, tokenizer, SETTINGS, labelled=False)
+    unlabelled = squad_features.build_features(examples, tokenizer, SETTINGS, labelled=False)
     assert not (unlabelled.start_positions.any() or unlabelled.is_impossible.any())
     np.testing.assert_array_equal(unlabelled.input_word_ids, features.input_word_ids)
     assert features.stats.num_examples == 6 and features.stats.num_windows == len(features)
@@ -461,9 +466,13 @@ def test_v2_and_unlabelled_features(tmp_path, tokenizer):
 
 def test_tokenizer_must_match_lower_case(tokenizer):
     with pytest.raises(ValueError, match="lower_case"):
-        squad.build_features([], tokenizer, squad.FeatureSettings(lower_case=False))
+        squad_features.build_features(
+            [], tokenizer, squad_features.FeatureSettings(lower_case=False)
+        )
     with pytest.raises(ValueError, match="tex_quotes"):
-        squad.build_features([], tokenizer, squad.FeatureSettings(tex_quotes=True))
+        squad_features.build_features(
+            [], tokenizer, squad_features.FeatureSettings(tex_quotes=True)
+        )
 
 
 def test_tex_quotes_tokenize_as_hugging_face_and_answers_keep_both_quote_characters(
@@ -478,10 +487,10 @@ def test_tex_quotes_tokenize_as_hugging_face_and_answers_keep_both_quote_charact
         "qas": [{"id": "q", "question": "What did she say?", "answers": [answer(context, quoted)]}],
     }
     dataset = {"version": "1.1", "data": [{"title": "quotes", "paragraphs": [paragraph]}]}
-    examples = squad.read_squad_examples(write_squad(tmp_path / "q.json", dataset))
+    examples = squad_examples.read_squad_examples(write_squad(tmp_path / "q.json", dataset))
     for tex_quotes in (False, True):
-        settings = squad.FeatureSettings(64, 8, 10, tex_quotes=tex_quotes)
-        features = squad.build_features(examples, spm_model_file, settings)
+        settings = squad_features.FeatureSettings(64, 8, 10, tex_quotes=tex_quotes)
+        features = squad_features.build_features(examples, spm_model_file, settings)
         tokenizer = SentencePieceTokenizer(spm_model_file, tex_quotes=tex_quotes)
         context_ids = tokenizer.encode_ids(context)
         start = len(tokenizer.encode_ids("What did she say?")[:10]) + 2
@@ -498,7 +507,7 @@ def test_tex_quotes_tokenize_as_hugging_face_and_answers_keep_both_quote_charact
 def test_cache_reuse_and_rebuild(tmp_path, spm_model_file, monkeypatch):
     cache_dir = str(tmp_path / "cache")
     train = write_squad(tmp_path / "train.json", v1_dataset())
-    built = squad.cached_features(train, spm_model_file, SETTINGS, True, cache_dir)
+    built = squad_cache.cached_features(train, spm_model_file, SETTINGS, True, cache_dir)
     names = sorted(os.listdir(cache_dir))
     assert len(names) == 2 and names[0].endswith(".json") and names[1].endswith(".tfrecord")
     assert names[1].startswith("train-seq32-stride8-query10-")
@@ -506,8 +515,8 @@ def test_cache_reuse_and_rebuild(tmp_path, spm_model_file, monkeypatch):
     def no_build(*args, **kwargs):
         raise AssertionError("features rebuilt although cached")
 
-    monkeypatch.setattr(squad, "build_features", no_build)
-    cached = squad.cached_features(train, spm_model_file, SETTINGS, True, cache_dir)
+    monkeypatch.setattr(squad_cache, "build_features", no_build)
+    cached = squad_cache.cached_features(train, spm_model_file, SETTINGS, True, cache_dir)
     for name, values in built.arrays().items():
         np.testing.assert_array_equal(cached.arrays()[name], values, err_msg=name)
         assert cached.arrays()[name].dtype == values.dtype, name
@@ -515,14 +524,16 @@ def test_cache_reuse_and_rebuild(tmp_path, spm_model_file, monkeypatch):
     monkeypatch.undo()
 
     # A changed setting, labelled flag or file content builds new features beside the old.
-    wider = squad.FeatureSettings(max_seq_length=48, doc_stride=8, max_query_length=10)
+    wider = squad_features.FeatureSettings(max_seq_length=48, doc_stride=8, max_query_length=10)
     assert (
-        squad.cached_features(train, spm_model_file, wider, True, cache_dir).input_word_ids.shape[1]
+        squad_cache.cached_features(
+            train, spm_model_file, wider, True, cache_dir
+        ).input_word_ids.shape[1]
         == 48
     )
-    squad.cached_features(train, spm_model_file, SETTINGS, False, cache_dir)
+    squad_cache.cached_features(train, spm_model_file, SETTINGS, False, cache_dir)
     write_squad(tmp_path / "train.json", {"data": v1_dataset()["data"][1:]})
-    fewer = squad.cached_features(train, spm_model_file, SETTINGS, True, cache_dir)
+    fewer = squad_cache.cached_features(train, spm_model_file, SETTINGS, True, cache_dir)
     assert fewer.stats.num_examples < built.stats.num_examples
     names = sorted(os.listdir(cache_dir))
     assert len(names) == 8 and not any(n.startswith(".") for n in names)

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.data.squad import FeatureSettings, SquadExample, align_pieces, build_features
-from albert_tf.export.question_answering import NO_SPAN_SCORE, export_question_answerer
+from albert_tf.data.squad_alignment import align_pieces
+from albert_tf.data.squad_examples import SquadExample
+from albert_tf.data.squad_features import FeatureSettings, build_features
+from albert_tf.export.squad_serving import NO_SPAN_SCORE, export_question_answerer
 from albert_tf.finetune.squad_predictions import (
     apply_null_threshold,
     v1_predictions,
@@ -21,7 +23,7 @@ from albert_tf.finetune.squad_predictions import (
 )
 from albert_tf.text import graph_ops
 from albert_tf.text.graph_offsets import normalize_with_sources, pieces_with_offsets
-from albert_tf.text.layers import TextTokenizer
+from albert_tf.text.preprocessing_layers import TextTokenizer
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 SETTINGS = FeatureSettings(max_seq_length=48, doc_stride=16, max_query_length=12)

@@ -10,7 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf.data.squad import SquadExample, SquadFeatures
+from albert_tf.data.squad_examples import SquadExample
+from albert_tf.data.squad_features import SquadFeatures
 from albert_tf.finetune.squad_predictions import (
     EMPTY_SCORE,
     apply_null_threshold,

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from test_squad_data import SETTINGS, v1_dataset, v2_dataset, write_squad
 
-from albert_tf.data import squad
+from albert_tf.data import squad_examples, squad_features
 from albert_tf.finetune import squad_predictions as sp
-from albert_tf.models.squad_metrics import normalize_answer, squad_v1_scores
+from albert_tf.metrics.squad_metrics import normalize_answer, squad_v1_scores
 
 HIGH = 10.0
 
@@ -25,13 +25,13 @@ def tokenizer(spm_model_file):
 # Windows of 32 positions hold ~20 context pieces, so a long answer may not fit in the window
 # where its first piece has the most context: no prediction can recover it (the original's
 # rule). Windows of 64 positions hold every answer of the test data that way.
-WIDE = squad.FeatureSettings(max_seq_length=64, doc_stride=8, max_query_length=10)
+WIDE = squad_features.FeatureSettings(max_seq_length=64, doc_stride=8, max_query_length=10)
 
 
 def _features(tmp_path_factory, tokenizer, dataset, settings, **reading):
     path = write_squad(tmp_path_factory.mktemp("squad") / "dev.json", dataset)
-    examples = squad.read_squad_examples(path, **reading)
-    return examples, squad.build_features(examples, tokenizer, settings)
+    examples = squad_examples.read_squad_examples(path, **reading)
+    return examples, squad_features.build_features(examples, tokenizer, settings)
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +149,7 @@ def test_span_rules(v1):
     first = np.flatnonzero(features.token_is_max_context[row])[0]
     # Only the windows of that question (the others then answer "").
     rows = np.flatnonzero(features.example_index == features.example_index[row])
-    window = squad.SquadFeatures(
+    window = squad_features.SquadFeatures(
         **{k: v[rows] for k, v in features.arrays().items()}, stats=features.stats
     )
 
@@ -188,7 +188,7 @@ def test_span_rules(v1):
 def test_question_without_windows_answers_empty(v1):
     examples, features = v1
     keep = features.example_index != 0
-    trimmed = squad.SquadFeatures(
+    trimmed = squad_features.SquadFeatures(
         **{k: v[keep] for k, v in features.arrays().items()}, stats=features.stats
     )
     logits = np.zeros(trimmed.input_word_ids.shape)
@@ -265,6 +265,16 @@ def test_v2_predictions_null_odds_and_threshold(v2):
     assert scores["exact"] == scores["f1"] == 100.0
     assert scores["null_score_diff_threshold"] == scores["best_f1_thresh"] == -5.0
     assert scores["best_f1"] == 100.0 and scores["HasAns_total"] == 4
+    # The task's evaluate returns the threshold and changes nothing; the runner hands the
+    # chosen model's metrics to adopt_dev_metrics, after which answers and exports use it.
+    from albert_tf.finetune.squad import SquadData, SquadTask
+
+    task = SquadTask(SquadData(version_2_with_negative=True))
+    task.examples["dev"] = examples
+    metrics = task.evaluate({"predictions": spans, "null_odds": null_odds}, "dev")
+    assert metrics["null_score_diff_threshold"] == -5.0 and task.null_threshold == 0.0
+    task.adopt_dev_metrics(metrics)
+    assert task.null_threshold == -5.0
 
 
 def test_v2_output_shapes_are_checked(v2):

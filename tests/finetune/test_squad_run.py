@@ -89,6 +89,10 @@ def test_train_evaluate_answer(version, squad_files, spm_model_file, tmp_path):
     nbest = json.load(open(out / "nbest_predictions.json"))
     assert all(1 <= len(nbest[q]) <= 20 for q in dev_ids)
     assert os.path.exists(out / "null_odds.json") == (version == "v2")
+    if version == "v2":  # the chosen model's dev threshold is the one recorded for exports
+        best = next(h for h in results["history"] if h["step"] == results["best"]["step"])
+        task = json.load(open(out / "finetune.json"))["task"]
+        assert task["null_threshold"] == best["eval_null_score_diff_threshold"]
     from albert_tf.finetune.task import tsv_field
 
     with open(out / "dev_results.tsv", encoding="utf-8") as f:  # one row per question

@@ -186,7 +186,7 @@ def test_vocabulary_must_match_the_model(conll_files, spm_model_file, tmp_path):
     model_dir.save(
         AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=1000)),
         str(pretrained),
-        spm_model_file=spm_model_file,
+        spm_model=spm_model_file,
     )
     corpus = tmp_path / "words.txt"
     corpus.write_text(
@@ -223,7 +223,7 @@ def test_resolve_vocabulary_checks_special_ids(corpus_file, spm_model_file, tmp_
 
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000)
     pretrained = str(tmp_path / "pretrained")
-    model_dir.save(AlbertModel(config), pretrained, spm_model_file=spm_model_file)
+    model_dir.save(AlbertModel(config), pretrained, spm_model=spm_model_file)
     common = dict(
         input=corpus_file,
         vocab_size=1000,

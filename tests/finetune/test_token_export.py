@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.export.entities import export_token_classifier, iob2_chunks
+from albert_tf.export.token_classifier_serving import export_token_classifier, iob2_chunks
 from albert_tf.text.graph_words import split_words
 from albert_tf.text.word_windows import WordWindows, word_logits
 
@@ -149,7 +149,9 @@ def tagger(spm_model_file):
 def served(tagger, tmp_path_factory):
     model, preprocessor = tagger
     base = str(tmp_path_factory.mktemp("ner") / "tagger")
-    path = export_token_classifier(model, preprocessor, base, seq_length=SEQ_LENGTH, stride=STRIDE)
+    path = export_token_classifier(
+        model, preprocessor, base, max_seq_length=SEQ_LENGTH, stride=STRIDE
+    )
     result = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS, path, json.dumps(TEXTS)],
         capture_output=True,
@@ -259,5 +261,5 @@ def test_export_argument_errors(tagger, tmp_path):
     with pytest.raises(ValueError, match="stride must be"):
         export_token_classifier(model, preprocessor, str(tmp_path), stride=31)
     with pytest.raises(ValueError, match="max_position_embeddings"):
-        export_token_classifier(model, preprocessor, str(tmp_path), seq_length=4096)
+        export_token_classifier(model, preprocessor, str(tmp_path), max_seq_length=4096)
     assert not os.listdir(tmp_path)

@@ -34,7 +34,7 @@ def _contents(directory):
 
 def test_a_save_replaces_the_whole_directory(pretrainer, spm_model_file, tmp_path):
     directory = tmp_path / "model"
-    model_dir.save(pretrainer, str(directory), spm_model_file=spm_model_file)
+    model_dir.save(pretrainer, str(directory), spm_model=spm_model_file)
     assert sorted(os.listdir(directory)) == [
         "config.json",
         "pretrainer.weights.h5",
@@ -51,7 +51,7 @@ def test_a_failed_or_killed_save_leaves_the_previous_directory(
     pretrainer, spm_model_file, tmp_path
 ):
     directory = tmp_path / "model"
-    model_dir.save(pretrainer, str(directory), spm_model_file=spm_model_file)
+    model_dir.save(pretrainer, str(directory), spm_model=spm_model_file)
     before = _contents(directory)
     killed = tmp_path / ".tmp-model-4242-deadbeef"  # what a SIGKILLed save leaves behind
     killed.mkdir()
@@ -87,9 +87,9 @@ def test_the_vocabulary_must_fit_the_model(spm_model_file, tmp_path):
     small = AlbertModel(AlbertConfig(**dict(TINY, vocab_size=40)))
     directory = tmp_path / "small"
     with pytest.raises(VocabularyError) as error:
-        model_dir.save(small, str(directory), spm_model_file=spm_model_file)
+        model_dir.save(small, str(directory), spm_model=spm_model_file)
     assert str(error.value) == (
-        f"spm_model_file={spm_model_file} has 1000 pieces but the model (the AlbertModel saved "
+        f"spm_model={spm_model_file} has 1000 pieces but the model (the AlbertModel saved "
         f"to {directory}) has vocab_size 40: the tokenizer does not belong to this model"
     )
     assert not directory.exists()

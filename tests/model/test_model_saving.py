@@ -63,7 +63,7 @@ def test_io_save_load_pretrainer(tiny_config, randomize, pretrain_inputs, tmp_pa
     )
     spm = pathlib.Path(spm_model_file)
     directory = str(tmp_path / "out" / "albert")
-    model_dir.save(pretrainer, directory, spm_model_file=str(spm))
+    model_dir.save(pretrainer, directory, spm_model=str(spm))
     assert sorted(os.listdir(directory)) == [
         "config.json",
         "pretrainer.weights.h5",
@@ -120,8 +120,8 @@ def test_io_errors(pretrainer, tmp_path):
         model_dir.load(str(empty))
     with pytest.raises(TypeError, match="needs an AlbertPretrainer or AlbertModel, got Dense"):
         model_dir.save(keras.layers.Dense(2), str(tmp_path / "x"))
-    with pytest.raises(FileNotFoundError, match="spm_model_file not found"):
-        model_dir.save(pretrainer, str(tmp_path / "y"), spm_model_file=str(tmp_path / "none.model"))
+    with pytest.raises(FileNotFoundError, match="spm_model not found"):
+        model_dir.save(pretrainer, str(tmp_path / "y"), spm_model=str(tmp_path / "none.model"))
 
 
 def test_input_errors(tiny_config, make_inputs, pretrainer):

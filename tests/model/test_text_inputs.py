@@ -48,7 +48,7 @@ def pretrained(tmp_path_factory, spm_model_file):
         max_position_embeddings=64,
     )
     directory = str(tmp_path_factory.mktemp("text_inputs") / "pretrained")
-    model_dir.save(AlbertModel(config), directory, spm_model_file=spm_model_file)
+    model_dir.save(AlbertModel(config), directory, spm_model=spm_model_file)
     return directory
 
 
@@ -74,7 +74,7 @@ def _assert_same(predicted, served):
 def test_classifier_fits_and_predicts_text_like_its_saved_model(pretrained, tmp_path):
     from albert_tf.export.saved_model import export_classifier
 
-    model = AlbertClassifier.from_pretrained(pretrained, labels=["neg", "pos"], seq_length=SEQ)
+    model = AlbertClassifier.from_pretrained(pretrained, labels=["neg", "pos"], max_seq_length=SEQ)
     assert (model.preprocessor.seq_length, model.preprocessor.dynamic_padding) == (SEQ, True)
     model.compile(precision="float32")
     history = model.fit(TEXTS, ["pos", "neg", "pos", "neg"], batch_size=2, verbose=0)
@@ -111,10 +111,10 @@ def test_classifier_fits_and_predicts_text_like_its_saved_model(pretrained, tmp_
 
 
 def test_token_classifier_tags_words_like_the_task_and_the_export(pretrained, tmp_path):
-    from albert_tf.export.entities import export_token_classifier
+    from albert_tf.export.token_classifier_serving import export_token_classifier
     from albert_tf.text.word_windows import WordWindows, window_labels
 
-    model = AlbertTokenClassifier.from_pretrained(pretrained, labels=TAGS, seq_length=12)
+    model = AlbertTokenClassifier.from_pretrained(pretrained, labels=TAGS, max_seq_length=12)
     texts = ["Ann Smith lives in Paris.", "Bob went home, then he walked to the old town."]
     tags = [["B-PER", "I-PER", "O", "O", "O", "O"], ["B-PER"] + ["O"] * 11]
     model.compile(precision="float32")
@@ -147,7 +147,7 @@ def test_token_classifier_tags_words_like_the_task_and_the_export(pretrained, tm
 
 
 def test_question_answerers_fit_on_character_offsets_and_answer_in_them(pretrained):
-    model = AlbertQuestionAnswerer.from_pretrained(pretrained, seq_length=SEQ)
+    model = AlbertQuestionAnswerer.from_pretrained(pretrained, max_seq_length=SEQ)
     context = QUESTIONS[0][1]
     answers = {
         "answer_start": [context.index("1889"), QUESTIONS[1][1].index("Paris")],
@@ -165,7 +165,9 @@ def test_question_answerers_fit_on_character_offsets_and_answer_in_them(pretrain
         assert answer == (c[start:end] if start >= 0 else "")
     assert sorted(predicted) == ["answer", "end", "score", "start"]
 
-    v2 = AlbertSquadV2Model.from_pretrained(pretrained, seq_length=SEQ, start_n_top=2, end_n_top=2)
+    v2 = AlbertSquadV2Model.from_pretrained(
+        pretrained, max_seq_length=SEQ, start_n_top=2, end_n_top=2
+    )
     v2.compile(precision="float32")
     no_answer = [{"text": "1889", "answer_start": context.index("1889")}, {}]
     history = v2.fit(QUESTIONS, no_answer, verbose=0)  # p_mask and is_impossible from the text
@@ -173,7 +175,7 @@ def test_question_answerers_fit_on_character_offsets_and_answer_in_them(pretrain
 
 
 def test_multiple_choice_takes_rows_and_columns(pretrained):
-    model = AlbertMultipleChoice.from_pretrained(pretrained, seq_length=SEQ)
+    model = AlbertMultipleChoice.from_pretrained(pretrained, max_seq_length=SEQ)
     model.compile(precision="float32")
     model.fit(ARTICLES, ["A", 0], verbose=0)
     assert np.isfinite(model.evaluate(ARTICLES, [0, 1], verbose=0, return_dict=True)["loss"])
@@ -199,7 +201,7 @@ def test_errors_name_the_expected_shapes(pretrained):
         bare(np.array(TEXTS))
     assert AlbertClassifier.from_pretrained(pretrained, preprocessor=None).preprocessor is None
 
-    model = AlbertClassifier.from_pretrained(pretrained, seq_length=SEQ)
+    model = AlbertClassifier.from_pretrained(pretrained, max_seq_length=SEQ)
     expected = r"expected texts of shape \[batch\] or pairs \[batch, 2\]"
     with pytest.raises(ValueError, match=expected + r".*got \[4, 3\]"):
         model.predict(np.array([["a", "b", "c"]] * 4), verbose=0)
@@ -216,12 +218,12 @@ def test_errors_name_the_expected_shapes(pretrained):
     with pytest.raises(TypeError, match=r"unknown keyword arguments \['doc_stride'\]"):
         model.predict(TEXTS, doc_stride=3)
 
-    qa = AlbertQuestionAnswerer.from_pretrained(pretrained, seq_length=SEQ)
+    qa = AlbertQuestionAnswerer.from_pretrained(pretrained, max_seq_length=SEQ)
     with pytest.raises(ValueError, match=r"expected \(question, context\) pairs.*4 strings"):
         qa.predict(TEXTS, verbose=0)
     with pytest.raises(ValueError, match=r"answer 0 'Rome' is not at character 0"):
         qa.fit(QUESTIONS, {"answer_start": [0, 0], "answer_text": ["Rome", "It"]}, verbose=0)
-    mc = AlbertMultipleChoice.from_pretrained(pretrained, seq_length=SEQ)
+    mc = AlbertMultipleChoice.from_pretrained(pretrained, max_seq_length=SEQ)
     with pytest.raises(ValueError, match=r"4 options each.*options of shape \[1, 3\]"):
         mc.predict([("An article.", "A question?", ["a", "b", "c"])], verbose=0)
 

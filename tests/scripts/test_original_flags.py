@@ -225,7 +225,7 @@ def original_checkpoint(tmp_path_factory, spm_model_file):
     )
     pretrainer = AlbertPretrainer(AlbertModel(config))
     to_original(pretrainer, str(root / "tf1"))
-    model_dir.save(pretrainer, str(root / "ours"), spm_model_file=spm_model_file)
+    model_dir.save(pretrainer, str(root / "ours"), spm_model=spm_model_file)
     return root
 
 
@@ -255,7 +255,7 @@ def test_unlabelled_predict_file_is_answered_not_scored(tmp_path, spm_model_file
     path.write_text(json.dumps({"data": [{"paragraphs": contexts}]}))
     data = SquadData(predict_file=str(path), doc_stride=24, max_query_length=24)
     task = SquadTask(dataclasses.replace(data, feature_cache_dir=str(tmp_path / "c")))
-    task.configure_text(spm_model_file, seq_length=64)
+    task.configure_text(spm_model_file, max_seq_length=64)
     task.load(["test"])
     assert task.loaded_splits == ("test",) and task.features("test").labels is None
 

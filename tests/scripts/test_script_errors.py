@@ -157,7 +157,7 @@ def pretrained_dir(tmp_path_factory, spm_model_file):
 
     directory = str(tmp_path_factory.mktemp("pretrained") / "model")
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000, num_hidden_layers=1)
-    model_dir.save(AlbertModel(config), directory, spm_model_file=spm_model_file)
+    model_dir.save(AlbertModel(config), directory, spm_model=spm_model_file)
     return directory
 
 

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from harness import run_layer_test
 
-from albert_tf.text.layers import SegmentPacker, TextTokenizer
+from albert_tf.text.preprocessing_layers import SegmentPacker, TextTokenizer
 
 TEXTS = np.array(["Hello, World 9,000!", "", "Café crème, naïve façade."])
 
@@ -18,12 +18,12 @@ TEXTS = np.array(["Hello, World 9,000!", "", "Café crème, naïve façade."])
 def test_text_tokenizer(spm_model_file, lower_case):
     report = run_layer_test(
         TextTokenizer,
-        dict(spm_model_file_or_bytes=spm_model_file, lower_case=lower_case),
+        dict(spm_model=spm_model_file, lower_case=lower_case),
         TEXTS,
         (3, None),
         expected_output_dtype="int32",
         mixed_output_dtype="int32",
-        stored_differently={"spm_model_file_or_bytes": "stored as model_proto_base64"},
+        stored_differently={"spm_model": "stored as model_proto_base64"},
     )
     assert report.checks == ["config", "saving", "mixed_precision", "symbolic"]
 

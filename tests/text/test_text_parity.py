@@ -69,9 +69,7 @@ def test_config_round_trip_and_keras_saving(graph_tokenizer, tmp_path):
         isinstance(restored, TextTokenizer)
         and restored(text).to_list() == graph_tokenizer(text).to_list()
     )
-    with pytest.raises(
-        ValueError, match="needs exactly one of spm_model_file_or_bytes and model_proto_base64"
-    ):
+    with pytest.raises(ValueError, match="needs exactly one of spm_model and model_proto_base64"):
         TextTokenizer()
 
 

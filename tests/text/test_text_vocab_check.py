@@ -41,7 +41,7 @@ def corrupt_model(tmp_path):
 
 def test_a_corrupt_model_file_is_named_not_dumped(corrupt_model):
     from albert_tf.models.preprocessor import AlbertPreprocessor
-    from albert_tf.text.layers import TextTokenizer
+    from albert_tf.text.preprocessing_layers import TextTokenizer
 
     expected = f"{corrupt_model}: not a SentencePiece model (it does not parse as one)"
     for load in (SentencePieceTokenizer, TextTokenizer, AlbertPreprocessor):

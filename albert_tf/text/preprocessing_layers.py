@@ -39,7 +39,7 @@ class TextTokenizer(_StringLayer):
     embedded), then the digit-comma rule. Invalid UTF-8 becomes U+FFFD, as in the Python path.
 
     Args:
-      spm_model_file_or_bytes: `.model` path (local or gs://) or serialized model bytes.
+      spm_model: `.model` path (local or gs://) or serialized model bytes.
       lower_case: lowercase during preprocessing.
       tex_quotes: replace the TeX quotes `` and '' with " as Hugging Face's `AlbertTokenizer`
         does (False: the original ALBERT, which keeps them).
@@ -57,21 +57,19 @@ class TextTokenizer(_StringLayer):
 
     def __init__(
         self,
-        spm_model_file_or_bytes=None,
+        spm_model=None,
         lower_case=True,
         model_proto_base64=None,
         tex_quotes=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if (spm_model_file_or_bytes is None) == (model_proto_base64 is None):
-            raise ValueError(
-                "TextTokenizer needs exactly one of spm_model_file_or_bytes and model_proto_base64"
-            )
+        if (spm_model is None) == (model_proto_base64 is None):
+            raise ValueError("TextTokenizer needs exactly one of spm_model and model_proto_base64")
         if model_proto_base64 is not None:
-            spm_model_file_or_bytes = base64.b64decode(model_proto_base64)
+            spm_model = base64.b64decode(model_proto_base64)
         # Checked here: tensorflow-text would fail later, in the graph, quoting the bytes.
-        self.model_proto, _ = load_processor(spm_model_file_or_bytes)
+        self.model_proto, _ = load_processor(spm_model)
         self.lower_case = bool(lower_case)
         self.tex_quotes = bool(tex_quotes)
         self.sentencepiece = tft.SentencepieceTokenizer(model=self.model_proto, out_type=tf.string)

@@ -35,11 +35,11 @@ The export loads with only `tensorflow` and `tensorflow_text` imported.
 ([[0, 3, 4, 5]], [[2, 4, 5, 6]])
 """
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.export import saved_model
+from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text.graph_windows import INPUT_KEYS, owner_logits, word_windows
 from albert_tf.text.graph_words import WordTokenizer, split_words
 from albert_tf.text.word_windows import window_sizes
@@ -208,7 +208,7 @@ def export_token_classifier(
     model,
     tokenizer,
     export_dir,
-    seq_length=None,
+    max_seq_length=None,
     stride=None,
     version=None,
     labels=None,
@@ -223,7 +223,7 @@ def export_token_classifier(
             `TextTokenizer`, `SentencePieceTokenizer`, `WordTokenizer`, or a SentencePiece model
             path or bytes.
         export_dir: base directory (local or gs://); versions are integer subdirectories.
-        seq_length: window length with [CLS] and [SEP] (default: the preprocessor's).
+        max_seq_length: window length with [CLS] and [SEP] (default: the preprocessor's).
         stride: pieces between window starts (default: half a window), as in training.
         version: integer version (default: one more than the highest existing).
         labels: IOB2 tag names in id order (default: `model.labels`).
@@ -234,21 +234,30 @@ def export_token_classifier(
     >>> out = tf.saved_model.load(path).signatures["serving_default"](
     ...     text=tf.constant(["Ann lives in Köln."]))                            # doctest: +SKIP
     """
+    spec = token_classifier_spec(model, tokenizer, max_seq_length, stride, labels, lower_case)
+    return saved_model.build(spec, export_dir, version, write_warmup)
+
+
+def token_classifier_spec(
+    model, tokenizer, max_seq_length=None, stride=None, labels=None, lower_case=True
+):
+    """The `SavedModelSpec` of `export_token_classifier` (arguments as there)."""
     labels = list(labels if labels is not None else (model.labels or []))
     if len(labels) != model.num_classes:
         raise ValueError(
             f"the export needs one tag name per class ({model.num_classes}): pass "
             f"labels=[...] or build the model with labels, got {labels}"
         )
-    if seq_length is None:
-        seq_length = getattr(tokenizer, "seq_length", None)
-        if seq_length is None:
-            raise ValueError("seq_length is required unless tokenizer is an AlbertPreprocessor")
-    _, stride = window_sizes(seq_length, stride)
+    if max_seq_length is None:
+        max_seq_length = getattr(tokenizer, "seq_length", None)
+        if max_seq_length is None:
+            raise ValueError("max_seq_length is required unless tokenizer is an AlbertPreprocessor")
+    _, stride = window_sizes(max_seq_length, stride)
     max_positions = model.backbone.config.max_position_embeddings
-    if seq_length > max_positions:
+    if max_seq_length > max_positions:
         raise ValueError(
-            f"seq_length={seq_length} exceeds the model's max_position_embeddings={max_positions}"
+            f"max_seq_length={max_seq_length} exceeds the model's "
+            f"max_position_embeddings={max_positions}"
         )
     served = saved_model.float32_copy(model)
     words = (
@@ -256,21 +265,20 @@ def export_token_classifier(
         if isinstance(tokenizer, WordTokenizer)
         else WordTokenizer(tokenizer, lower_case=lower_case)
     )
-    archive = keras.export.ExportArchive()
-    archive.track(served)
-    archive.track(words.text_tokenizer)
-    archive.add_endpoint(
-        "serving_default", entity_body(served, words, labels, seq_length, stride), [_TEXT]
-    )
-    archive.add_endpoint("predict_ids", _ids_body(served, labels), [_IDS, _IDS, _IDS])
+    endpoints = {
+        "serving_default": (entity_body(served, words, labels, max_seq_length, stride), [_TEXT]),
+        "predict_ids": (_ids_body(served, labels), [_IDS, _IDS, _IDS]),
+    }
     description = {
         "kind": "token_classifier",
         "signatures": ["serving_default", "predict_ids"],
-        "seq_length": int(seq_length),
+        "seq_length": int(max_seq_length),
         "stride": stride,
         "lower_case": words.lower_case,
         "labels": labels,
         "words": "whitespace and single punctuation characters",
         "entity_score": "mean over the entity's words of the top tag probability",
     }
-    return saved_model._write(archive, export_dir, version, False, description, write_warmup)
+    return SavedModelSpec(
+        (served, words.text_tokenizer), endpoints, description, saved_model.warmup_batches(False)
+    )

@@ -9,7 +9,7 @@
 The input building of `albert_tf.data.race` runs in the graph with TensorFlow and TensorFlow
 Text ops only (`pack_choices`): normalization, the "_" rule, SentencePiece, the qa cut to its
 last `max_qa_length` pieces, the article cut to fit, `[CLS] article [SEP] qa [SEP]`. Each
-request batch is padded to its longest choice (a multiple of 8, at most `seq_length`). As in
+request batch is padded to its longest choice (a multiple of 8, at most `max_seq_length`). As in
 `albert_tf.export.saved_model`, the model serves as a float32 copy, `assets.extra/albert_tf.json`
 describes the export and warmup requests are written when tensorflow-serving-api is installed.
 
@@ -20,15 +20,15 @@ describes the export and warmup requests are written when tensorflow-serving-api
 ...       options=tf.constant([["cat", "dog", "car", "hat"]]))["answer"]  # doctest: +SKIP
 """
 
-import keras
 import tensorflow as tf
 import tensorflow_text as tft
 
 from albert_tf.data.race import NUM_CHOICES, check_lengths
 from albert_tf.export import saved_model
 from albert_tf.export.saved_model import float32_copy
+from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text import graph_ops
-from albert_tf.text.layers import TextTokenizer
+from albert_tf.text.preprocessing_layers import TextTokenizer
 
 _TEXT = tf.TensorSpec([None], tf.string)
 _OPTIONS = tf.TensorSpec([None, NUM_CHOICES], tf.string)
@@ -199,7 +199,7 @@ def export_multiple_choice(
     preprocessor,
     export_dir,
     max_qa_length=128,
-    seq_length=None,
+    max_seq_length=None,
     version=None,
     write_warmup="auto",
 ):
@@ -211,21 +211,28 @@ def export_multiple_choice(
             default, seq_length).
         export_dir: base directory (local or gs://); versions are integer subdirectories.
         max_qa_length: pieces kept from the end of each question + option.
-        seq_length: the longest packed choice (default: the preprocessor's).
+        max_seq_length: the longest packed choice (default: the preprocessor's).
         version: integer version (default: one more than the highest existing).
         write_warmup: True, False, or "auto" (write when tensorflow-serving-api is installed).
     """
+    spec = multiple_choice_spec(model, preprocessor, max_qa_length, max_seq_length)
+    return saved_model.build(spec, export_dir, version, write_warmup)
+
+
+def multiple_choice_spec(model, preprocessor, max_qa_length=128, max_seq_length=None):
+    """The `SavedModelSpec` of `export_multiple_choice` (arguments as there)."""
     if getattr(model, "num_choices", None) != NUM_CHOICES:
         raise ValueError(
             f"export_multiple_choice needs an AlbertMultipleChoice with "
             f"{NUM_CHOICES} choices, got {type(model).__name__}"
         )
-    seq_length = int(seq_length or preprocessor.seq_length)
-    check_lengths(seq_length, max_qa_length)
+    max_seq_length = int(max_seq_length or preprocessor.seq_length)
+    check_lengths(max_seq_length, max_qa_length)
     max_positions = model.backbone.config.max_position_embeddings
-    if seq_length > max_positions:
+    if max_seq_length > max_positions:
         raise ValueError(
-            f"seq_length={seq_length} exceeds the model's max_position_embeddings={max_positions}"
+            f"max_seq_length={max_seq_length} exceeds the model's "
+            f"max_position_embeddings={max_positions}"
         )
     model = float32_copy(model)
     tokenizer = TextTokenizer(
@@ -240,7 +247,7 @@ def export_multiple_choice(
         tokenizer,
         preprocessor.special_ids,
         preprocessor.lower_case,
-        seq_length,
+        max_seq_length,
         max_qa_length,
     )
 
@@ -253,20 +260,17 @@ def export_multiple_choice(
             }
         )
 
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(tokenizer)
-    archive.add_endpoint("serving_default", serve, [_TEXT, _TEXT, _OPTIONS])
-    archive.add_endpoint("predict_ids", predict_ids, [_IDS, _IDS, _IDS])
+    endpoints = {
+        "serving_default": (serve, [_TEXT, _TEXT, _OPTIONS]),
+        "predict_ids": (predict_ids, [_IDS, _IDS, _IDS]),
+    }
     description = {
         "kind": "multiple_choice",
         "signatures": ["serving_default", "predict_ids"],
         "num_choices": NUM_CHOICES,
-        "seq_length": seq_length,
+        "seq_length": max_seq_length,
         "max_qa_length": max_qa_length,
         "lower_case": preprocessor.lower_case,
         "bucket": BUCKET,
     }
-    return saved_model.write_export(
-        archive, export_dir, version, description, write_warmup, WARMUP_BATCHES
-    )
+    return SavedModelSpec((model, tokenizer), endpoints, description, WARMUP_BATCHES)

@@ -78,7 +78,7 @@ def _f1_one(prediction, gold, empty_matches_empty):
 
 def gold_answers_by_id(examples_or_gold):
     """{question id: list of gold texts} from such a dict or from examples with `qas_id` and
-    `gold_answers` attributes (e.g. `albert_tf.data.squad.SquadExample`)."""
+    `gold_answers` attributes (e.g. `albert_tf.data.squad_examples.SquadExample`)."""
     if isinstance(examples_or_gold, dict):
         return {str(k): list(v) for k, v in examples_or_gold.items()}
     return {example.qas_id: list(example.gold_answers) for example in examples_or_gold}

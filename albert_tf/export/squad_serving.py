@@ -6,7 +6,7 @@ do in Python, with TensorFlow and tensorflow-text ops only:
 1. the question: `preprocess_text`, SentencePiece ids (digit-comma rule), cut to
    `max_query_length`;
 2. the context: SentencePiece pieces with their CHARACTER spans in the raw context
-   (`graph_offsets.pieces_with_offsets`, the in-graph twin of `squad.align_pieces`);
+   (`graph_offsets.pieces_with_offsets`, the in-graph twin of `squad_alignment.align_pieces`);
 3. windows of ``max_seq_length - len(question) - 3`` context pieces, `doc_stride` apart, packed
    as ``[CLS] question [SEP] context [SEP]`` (padded to max_seq_length), each piece marked
    in the window where it has its most context;
@@ -35,18 +35,17 @@ a context the LCS cannot align, which the Python path skips, is answered here).
 >>> serve(question=tf.constant(["Where?"]), context=tf.constant(["In Paris."]))  # doctest: +SKIP
 """
 
-import keras
 import tensorflow as tf
 
-from albert_tf.data.squad import FeatureSettings
+from albert_tf.data.squad_features import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, FeatureSettings
 from albert_tf.export import saved_model
+from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text import graph_offsets
-from albert_tf.text.layers import TextTokenizer
+from albert_tf.text.preprocessing_layers import TextTokenizer
 
 _TEXT = tf.TensorSpec([None], tf.string)
 #: The score of "" when no span is valid: the Python placeholder's start + end logit.
-NO_SPAN_SCORE = -2e6
-_NULL_START = 1e6  # v2: the null score of a question without windows (the Python start value)
+NO_SPAN_SCORE = 2 * EMPTY_SCORE
 _BIG = tf.int64.max
 WARMUP = (
     {"question": ["Where is it?"], "context": ["It is in Paris, France."]},
@@ -145,9 +144,7 @@ def _solid_counts(context):
     """Dense int64 [B, C + 1]: non-whitespace characters before each character offset of the
     raw context (padded with int64 max, so that each row stays sorted)."""
     cp = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
-    solid = tf.logical_not(
-        graph_offsets.graph_ops._in_ranges(tf.constant(graph_offsets._WHITESPACE), cp.flat_values)
-    )
+    solid = tf.logical_not(graph_offsets.is_whitespace(cp.flat_values))
     solid = cp.with_flat_values(tf.cast(solid, tf.int64))
     counts = tf.concat([tf.zeros([cp.nrows(), 1], tf.int64), tf.cumsum(solid, axis=1)], axis=1)
     counts = counts.to_tensor(default_value=_BIG)
@@ -159,16 +156,16 @@ def model_outputs(model, inputs):
     """The SQuAD model's outputs on packed windows (`question_windows`' dict), floats float32."""
     outputs = model(
         {k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
-        | ({"p_mask": inputs["p_mask"]} if _is_v2(model) else {}),
+        | ({"p_mask": inputs["p_mask"]} if is_v2(model) else {}),
         training=False,
     )
     return {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v for k, v in outputs.items()}
 
 
-def _candidates(model, outputs, settings, n_best_size):
+def candidates(model, outputs, settings, n_best_size):
     """(starts, ends, scores [N, K] in the Python order, per-window null score or None) from
     `model_outputs`."""
-    if _is_v2(model):
+    if is_v2(model):
         repeat = model.end_n_top
         starts = tf.repeat(outputs["start_top_index"], repeat, axis=1)
         scores = (
@@ -189,6 +186,23 @@ def _candidates(model, outputs, settings, n_best_size):
     return tf.cast(starts, tf.int64), tf.cast(ends, tf.int64), scores, None
 
 
+def valid_spans(is_context, max_context, starts, ends, max_answer_length):
+    """bool [N, K]: the graph twin of `squad_predictions.valid_spans` for windows
+    (`is_context`, `max_context`: bool [N, S]) and candidates (`starts`, `ends`: [N, K]); the
+    SavedModel and LiteRT graphs add their own "not only whitespace" test."""
+
+    def take(values, index):
+        return tf.gather(values, index, batch_dims=1)
+
+    return (
+        take(is_context, starts)
+        & take(is_context, ends)
+        & (starts <= ends)
+        & (ends - starts + 1 <= max_answer_length)
+        & take(max_context, starts)
+    )
+
+
 def _at_pieces(values, piece):
     """values.flat_values at the pieces' flat indices (0 where piece is -1)."""
     flat = tf.concat([values.flat_values, [0]], axis=0)
@@ -201,7 +215,8 @@ def _pick(values, chosen, found):
     return tf.gather(flat, tf.where(found, chosen, tf.size(flat, out_type=tf.int64) - 1))
 
 
-def _is_v2(model):
+def is_v2(model):
+    """Whether `model` is the v2 beam model (`AlbertSquadV2Model`)."""
     return hasattr(model, "start_n_top")
 
 
@@ -223,7 +238,7 @@ def answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null
             tf.cast(sentencepiece.string_to_id(split["pieces"].flat_values), tf.int64)
         )
         inputs = question_windows(query, ids, settings, cls_id, sep_id)
-        starts, ends, scores, null = _candidates(
+        starts, ends, scores, null = candidates(
             model, model_outputs(model, inputs), settings, n_best_size
         )
         example, piece = inputs["example"], inputs["piece"]
@@ -238,12 +253,7 @@ def answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null
             counts, tf.stack([rows, tf.maximum(begin, 0)], -1)
         )
         valid = (
-            take(is_context, starts)
-            & take(is_context, ends)
-            & (starts <= ends)
-            & (ends - starts + 1 <= max_answer_length)
-            & take(inputs["max_context"], starts)
-            & solid
+            valid_spans(is_context, inputs["max_context"], starts, ends, max_answer_length) & solid
         )
         # The best candidate per question; ties to the first in (window, start, end) order.
         flat_valid = tf.reshape(valid, [-1])
@@ -267,7 +277,9 @@ def answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null
         last = tf.searchsorted(counts, solid_before(b))[:, 0]
         outputs = {"score": tf.where(found, best, NO_SPAN_SCORE)}
         if null is not None:
-            null_score = tf.minimum(tf.math.unsorted_segment_min(null, example, batch), _NULL_START)
+            null_score = tf.minimum(
+                tf.math.unsorted_segment_min(null, example, batch), NO_WINDOW_NULL_SCORE
+            )
             outputs["has_answer_probability"] = tf.sigmoid(-null_score)
             found = found & (null_score <= null_threshold)
         start = tf.where(found, tf.cast(first, tf.int64), -1)
@@ -281,8 +293,8 @@ def answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null
     return serve
 
 
-def _text_tokenizer(spm_model_or_tokenizer, settings):
-    tokenizer = spm_model_or_tokenizer
+def _text_tokenizer(spm_model, settings):
+    tokenizer = spm_model
     if isinstance(tokenizer, TextTokenizer):
         model = tokenizer.model_proto
     elif hasattr(tokenizer, "model_proto"):  # SentencePieceTokenizer, AlbertPreprocessor, ...
@@ -301,7 +313,7 @@ def _text_tokenizer(spm_model_or_tokenizer, settings):
 
 def export_question_answerer(
     model,
-    spm_model_or_tokenizer,
+    spm_model,
     export_dir,
     settings=FeatureSettings(),
     n_best_size=20,
@@ -315,8 +327,8 @@ def export_question_answerer(
 
     Args:
         model: the trained model (served as a float32 copy).
-        spm_model_or_tokenizer: the SentencePiece model (path or bytes) or a tokenizer holding
-            it (`SentencePieceTokenizer`, `TextTokenizer`, `AlbertPreprocessor`).
+        spm_model: the SentencePiece model (path or bytes), or a tokenizer holding it
+            (`SentencePieceTokenizer`, `TextTokenizer`, `AlbertPreprocessor`).
         export_dir: base directory (local or gs://); versions are integer subdirectories.
         settings: the `FeatureSettings` of training (window length, stride, question length,
             casing, TeX quotes).
@@ -326,6 +338,21 @@ def export_question_answerer(
         version: integer version (default: one more than the highest existing).
         write_warmup: True, False, or "auto" (when tensorflow-serving-api is installed).
     """
+    spec = question_answerer_spec(
+        model, spm_model, settings, n_best_size, max_answer_length, null_threshold
+    )
+    return saved_model.build(spec, export_dir, version, write_warmup)
+
+
+def question_answerer_spec(
+    model,
+    spm_model,
+    settings=FeatureSettings(),
+    n_best_size=20,
+    max_answer_length=30,
+    null_threshold=0.0,
+):
+    """The `SavedModelSpec` of `export_question_answerer` (arguments as there)."""
     if not isinstance(settings, FeatureSettings):
         raise TypeError(f"settings must be a FeatureSettings, got {type(settings).__name__}")
     max_positions = model.backbone.config.max_position_embeddings
@@ -340,15 +367,11 @@ def export_question_answerer(
             f"({max_answer_length}) must be positive"
         )
     served = saved_model.float32_copy(model)
-    tokenizer = _text_tokenizer(spm_model_or_tokenizer, settings)
-    archive = keras.export.ExportArchive()
-    archive.track(served)
-    archive.track(tokenizer)
+    tokenizer = _text_tokenizer(spm_model, settings)
     body = answer_body(
         served, tokenizer, settings, n_best_size, max_answer_length, float(null_threshold)
     )
-    archive.add_endpoint("serving_default", body, [_TEXT, _TEXT])
-    v2 = _is_v2(served)
+    v2 = is_v2(served)
     outputs = ["answer", "score", "start", "end"] + (["has_answer_probability"] if v2 else [])
     description = {
         "kind": "question_answerer_v2" if v2 else "question_answerer",
@@ -364,4 +387,5 @@ def export_question_answerer(
         "max_answer_length": int(max_answer_length),
         "null_threshold": float(null_threshold) if v2 else None,
     }
-    return saved_model.write_export(archive, export_dir, version, description, write_warmup, WARMUP)
+    endpoints = {"serving_default": (body, [_TEXT, _TEXT])}
+    return SavedModelSpec((served, tokenizer), endpoints, description, WARMUP)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from albert_tf.models import metrics
+from albert_tf.metrics import glue_metrics as metrics
 
 
 def test_accuracy_and_f1_hand_computed():

@@ -2,8 +2,8 @@
 
 import pytest
 
-from albert_tf.data.squad import SquadExample
-from albert_tf.models import squad_metrics as m
+from albert_tf.data.squad_examples import SquadExample
+from albert_tf.metrics import squad_metrics as m
 
 
 def test_normalize_answer():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from albert_tf.models.entity_metrics import (
+from albert_tf.metrics.entity_metrics import (
     entity_scores,
     extract_entities,
     most_frequent_tag_baseline,

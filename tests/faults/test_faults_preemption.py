@@ -93,7 +93,7 @@ def test_sigterm_mid_loop_checkpoints_that_step_and_the_rerun_equals_uninterrupt
     "flag, message",
     [
         ("--profile_steps=5,3", "--profile_steps='5,3' must be A,B with 1 <= A <= B <= "),
-        ("--profile_steps=3,81", "--num_train_steps (80)"),
+        (f"--profile_steps=3,{STEPS + 1}", f"--num_train_steps ({STEPS})"),
         ("--max_loss=0", "--max_loss must be > 0 when given, got 0.0"),
         ("--max_consecutive_recoveries=-1", "--max_consecutive_recoveries must be >= 0, got -1"),
     ],

@@ -55,6 +55,10 @@ _IDS = tf.TensorSpec([None, None], tf.int32)
 # would do), except the layers pinned to float32 (the embedding LayerNorm, the
 # logits); LayerNorm and softmax compute in float32 either way, and every output is float32.
 COMPUTE_DTYPES = {"float32": "float32", "bfloat16": "bfloat16"}
+# compute dtypes whose served encoder stores its weights in the serving layout (kernels
+# [out, in]: oneDNN's bfloat16 MatMuls read them as stored; in float32 the training layout is
+# as fast; docs/benchmarks.md, serving).
+SERVING_LAYOUT_DTYPES = ("bfloat16",)
 
 
 def float32_copy(model):
@@ -62,26 +66,49 @@ def float32_copy(model):
     return policy_copy(model, "float32")
 
 
-def policy_copy(model, policy):
+def policy_copy(model, policy, serving_layout=False):
     """A fresh copy of a Keras model under dtype policy `policy` with the same weights (without
-    an attached preprocessor: a served copy runs on ids, the export tracks its own)."""
-    config = _policy_config(model.get_config(), policy)
+    an attached preprocessor: a served copy runs on ids, the export tracks its own); with
+    `serving_layout`, its encoder keeps them in the serving layout (inference only; see
+    `albert_tf.layers.block_weights`)."""
+    config = _policy_config(model.get_config(), policy, serving_layout)
     if config.get("preprocessor") is not None:
         config["preprocessor"] = None
     clone = type(model).from_config(config)
-    clone.set_weights(model.get_weights())
+    if not serving_layout:
+        clone.set_weights(model.get_weights())
+        return clone
+    encoders = [_encoder(m) for m in (model, clone)]
+    stacked = [{id(v) for v in e.attention.weights + e.ffn.weights} for e in encoders]
+    others = [[v for v in m.weights if id(v) not in ids] for m, ids in zip((model, clone), stacked)]
+    for source, target in zip(*others):
+        target.assign(tf.cast(source, target.dtype))
+    encoders[1].load_training_layout(encoders[0])
     return clone
 
 
-def _policy_config(config, policy):
-    if isinstance(config, dict):
-        return {
-            k: (policy if k == "dtype" and v is not None else _policy_config(v, policy))
-            for k, v in config.items()
-        }
+def _encoder(model):
+    from albert_tf import keras_internals
+    from albert_tf.layers.encoder import AlbertEncoder
+
+    (encoder,) = [
+        layer for layer in keras_internals.sublayers(model) if isinstance(layer, AlbertEncoder)
+    ]
+    return encoder
+
+
+def _policy_config(config, policy, serving_layout=False):
+    """`config` with every layer's dtype policy `policy` and the backbone's `serving_layout`."""
     if isinstance(config, list):
-        return [_policy_config(v, policy) for v in config]
-    return config
+        return [_policy_config(v, policy, serving_layout) for v in config]
+    if not isinstance(config, dict):
+        return config
+    replaced = {k: _policy_config(v, policy, serving_layout) for k, v in config.items()}
+    if replaced.get("dtype") is not None:
+        replaced["dtype"] = policy
+    if "serving_layout" in replaced:
+        replaced["serving_layout"] = serving_layout
+    return replaced
 
 
 def _text_endpoint(preprocessor, pair, body):
@@ -212,7 +239,10 @@ def _served_copy(model, preprocessor, dynamic_padding, compute_dtype):
         getattr(model, "backbone", model).config,
         model=f"the exported {type(model).__name__}",
     )
-    return policy_copy(model, COMPUTE_DTYPES[compute_dtype]), pre
+    served = policy_copy(
+        model, COMPUTE_DTYPES[compute_dtype], compute_dtype in SERVING_LAYOUT_DTYPES
+    )
+    return served, pre
 
 
 def measure_agreement(reference, candidate, preprocessor, texts, pair=False, batch_size=32):

@@ -53,11 +53,11 @@ import math
 
 import tensorflow as tf
 
-from albert_tf.layers import dropout, elementwise
+from albert_tf.layers import block_weights, dropout, elementwise
 
 # Added to the attention scores of padded keys (in float32; exp() of it is exactly 0).
 MASK_VALUE = -1e9
-QKV_NAMES = ("query", "key", "value")
+QKV_NAMES = block_weights.QKV_NAMES
 # Dropout sites of a block (see dropout.BlockMasks): the attention probabilities, the attention
 # sublayer's output, the FFN sublayer's output.
 ATTENTION_PROBS_SITE, ATTENTION_OUTPUT_SITE, FFN_OUTPUT_SITE = 0, 1, 2
@@ -73,6 +73,9 @@ class BlockSettings:
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
     fused: bool = False  # training graphs: XLA kernels and the written gradient (see above)
+    # Inference on weights in block_weights' serving layout (kernels [out, in], query/key/value
+    # fused): the MatMuls put the weights first.
+    weights_first: bool = False
 
     @classmethod
     def from_config(cls, config):
@@ -132,10 +135,15 @@ def fuse_query_key_value(weights):
     return fused
 
 
-def _dense(x, kernel, bias, activation=None):
+def _dense(x, kernel, bias, activation=None, weights_first=False):
     """activation(x [T, in] @ kernel [in, out] + bias): a 2-D MatMul + BiasAdd (+ the activation
     on the 2-D result), which oneDNN fuses into one op (a 3-D x would make a broadcasting
-    BatchMatMul and a separate add, slower on CPU)."""
+    BatchMatMul and a separate add, slower on CPU). With `weights_first`, kernel is [out, in]
+    and the product is (kernel @ x^T)^T (see block_weights: the serving layout)."""
+    if weights_first:  # the bias and activation in float32, as oneDNN's fused MatMul does
+        y = tf.cast(tf.transpose(tf.matmul(kernel, x, transpose_b=True)), tf.float32)
+        y = y + tf.cast(bias, tf.float32)
+        return tf.cast(y if activation is None else activation(y), x.dtype)
     y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return y if activation is None else activation(y)
 
@@ -186,12 +194,13 @@ def _forward(x, bias, attention, ffn, settings, rates, masks, fused):
     if hidden % settings.num_heads:
         raise ValueError(f"hidden size {hidden} is not divisible by num_heads {settings.num_heads}")
     x2 = tf.reshape(x, [-1, hidden])
-    qkv = _dense(x2, attention["qkv_kernel"], attention["qkv_bias"])
+    first = settings.weights_first
+    qkv = _dense(x2, attention["qkv_kernel"], attention["qkv_bias"], weights_first=first)
     q, k, v = _split_heads(qkv, batch, seq, settings.num_heads, parts=3)
     scale = 1.0 / math.sqrt(hidden // settings.num_heads)
     probs = elementwise.attention_probs(tf.matmul(q, k, transpose_b=True), bias, scale, fused)
     context = _merge_heads(tf.matmul(drop(probs, ATTENTION_PROBS_SITE), v))
-    out = _dense(context, attention["output_kernel"], attention["output_bias"])
+    out = _dense(context, attention["output_kernel"], attention["output_bias"], weights_first=first)
     s1 = add_dropped(x2, out, ATTENTION_OUTPUT_SITE)
     eps = settings.layer_norm_eps
     y1, mean1, rstd1 = elementwise.normalize(
@@ -203,8 +212,8 @@ def _forward(x, bias, attention, ffn, settings, rates, masks, fused):
         act = activation(pre, fused=True)
     else:  # activation on the 2-D MatMul + BiasAdd result, for oneDNN's fusion
         pre = None
-        act = _dense(y1, ffn["intermediate_kernel"], ffn["intermediate_bias"], activation)
-    out = _dense(act, ffn["output_kernel"], ffn["output_bias"])
+        act = _dense(y1, ffn["intermediate_kernel"], ffn["intermediate_bias"], activation, first)
+    out = _dense(act, ffn["output_kernel"], ffn["output_bias"], weights_first=first)
     s2 = add_dropped(y1, out, FFN_OUTPUT_SITE)
     y2, mean2, rstd2 = elementwise.normalize(
         s2, ffn["layer_norm_gamma"], ffn["layer_norm_beta"], eps, fused
@@ -305,8 +314,12 @@ def transformer_block(
     x [B, S, H]; `bias` from attention_bias; weights as in the module docstring (query/key/value
     separate or fused by fuse_query_key_value); `masks`, {site: bool keep mask}
     (`block_masks(x, settings, seed).at(i)` for block i), is needed only when training with
-    dropout. With `settings.fused` the block has the written-out gradient."""
+    dropout. With `settings.fused` the block has the written-out gradient; with
+    `settings.weights_first` it takes weights in block_weights' serving layout (inference
+    only)."""
     rates = dropout_rates(settings, training)
+    if settings.weights_first and (settings.fused or training):
+        raise ValueError("weights in the serving layout are for inference only (training=False)")
     if set(rates) - set(masks or {}):
         raise ValueError("transformer_block with dropout in training needs its dropout masks")
     attention_weights = fuse_query_key_value(attention_weights)

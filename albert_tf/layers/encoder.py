@@ -33,7 +33,8 @@ class StackedWeights(keras.layers.Layer):
     A weight container, never called: the encoder reads `flat_values()` once per call and
     gathers one block's weights per loop iteration. Each weight is an attribute
     (`stack.query_kernel`, ...) and `variables_by_name` maps the names of
-    `block_weights.ATTENTION_WEIGHTS` or `block_weights.FFN_WEIGHTS` to the variables. Kernels
+    `block_weights.ATTENTION_WEIGHTS` or `block_weights.FFN_WEIGHTS` to the variables
+    (`layout="serving"`: the names and shapes of `block_weights.SERVING_WEIGHT_SHAPES`). Kernels
     start truncated-normal(initializer_range),
     biases and LayerNorm beta at 0, LayerNorm gamma at 1. LayerNorm parameters are never
     autocast (they stay float32 under mixed precision).
@@ -46,9 +47,22 @@ class StackedWeights(keras.layers.Layer):
     """
 
     def __init__(
-        self, kind, groups, inner, hidden_size, intermediate_size, initializer_range=0.02, **kwargs
+        self,
+        kind,
+        groups,
+        inner,
+        hidden_size,
+        intermediate_size,
+        initializer_range=0.02,
+        layout="training",
+        **kwargs,
     ):
         super().__init__(**kwargs)
+        if layout not in block_weights.LAYOUTS:
+            raise ValueError(
+                f"StackedWeights layout must be one of {sorted(block_weights.LAYOUTS)}, "
+                f"got {layout!r}"
+            )
         if kind not in block_weights.BLOCK_WEIGHT_SHAPES:
             raise ValueError(
                 "StackedWeights kind must be one of "
@@ -60,11 +74,14 @@ class StackedWeights(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.intermediate_size = intermediate_size
         self.initializer_range = initializer_range
+        self.layout = layout
 
     def build(self, input_shape=None):
         sizes = {"hidden_size": self.hidden_size, "intermediate_size": self.intermediate_size}
-        for name in block_weights.BLOCK_WEIGHT_SHAPES[self.kind]:
-            shape = (self.groups, self.inner) + block_weights.shape(self.kind, name, sizes)
+        for name in block_weights.LAYOUTS[self.layout][self.kind]:
+            shape = (self.groups, self.inner) + block_weights.shape(
+                self.kind, name, sizes, self.layout
+            )
             if name.endswith("_kernel"):
                 init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
             elif name == "layer_norm_gamma":
@@ -80,7 +97,7 @@ class StackedWeights(keras.layers.Layer):
     @property
     def variables_by_name(self):
         """{weight name: variable} in block order."""
-        return {name: getattr(self, name) for name in block_weights.BLOCK_WEIGHT_SHAPES[self.kind]}
+        return {name: getattr(self, name) for name in block_weights.LAYOUTS[self.layout][self.kind]}
 
     def flat_values(self):
         """{name: tensor [groups * inner, ...]}, read (and autocast) once."""
@@ -98,6 +115,7 @@ class StackedWeights(keras.layers.Layer):
             "hidden_size": self.hidden_size,
             "intermediate_size": self.intermediate_size,
             "initializer_range": self.initializer_range,
+            "layout": self.layout,
         }
 
 
@@ -189,6 +207,10 @@ class AlbertEncoder(keras.layers.Layer):
         recompute: keep only each block's input for the backward pass and run the block again
             there (gradient checkpointing; same gradients, less memory, about one more forward
             pass of time).
+        serving_layout: store the block weights in `block_weights`' serving layout (kernels
+            [out, in], query/key/value fused), which inference MatMuls on bfloat16 weights read
+            faster; such an encoder only infers. `load_training_layout` fills it from a
+            training-layout encoder (served bfloat16 exports are built so).
         seed: seed of the dropout masks (used only with dropout > 0 and training=True).
 
     Variables: `encoder/attention/<name>` [attention_groups, inner_group_num, ...] and
@@ -213,6 +235,7 @@ class AlbertEncoder(keras.layers.Layer):
         unroll=False,
         seed=None,
         recompute=False,
+        serving_layout=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -223,12 +246,16 @@ class AlbertEncoder(keras.layers.Layer):
         self.unroll = bool(unroll)
         self.seed = seed
         self.recompute = bool(recompute)
-        self.settings = block.BlockSettings.from_config(config)
+        self.serving_layout = bool(serving_layout)
+        self.settings = dataclasses.replace(
+            block.BlockSettings.from_config(config), weights_first=self.serving_layout
+        )
         stack = dict(
             inner=config.inner_group_num,
             hidden_size=config.hidden_size,
             intermediate_size=config.intermediate_size,
             initializer_range=config.initializer_range,
+            layout="serving" if self.serving_layout else "training",
             dtype=self.dtype_policy,
         )
         self.attention = StackedWeights(
@@ -257,6 +284,19 @@ class AlbertEncoder(keras.layers.Layer):
         self.ffn.build()
         self.built = True
 
+    def load_training_layout(self, source):
+        """Set this serving-layout encoder's weights from `source`, an encoder of the same config
+        in the training layout (values converted by `block_weights.to_serving`)."""
+        if not self.serving_layout or source.serving_layout:
+            raise ValueError(
+                "load_training_layout copies a training-layout encoder into a serving-layout one"
+            )
+        for kind in ("attention", "ffn"):
+            target, values = getattr(self, kind), getattr(source, kind).variables_by_name
+            served = block_weights.to_serving(kind, {k: v.numpy() for k, v in values.items()})
+            for name, variable in target.variables_by_name.items():
+                variable.assign(tf.cast(served[name], variable.dtype))
+
     def block_indices(self, iteration):
         """(flat attention index, flat FFN index) into [groups * inner] for an iteration.
 
@@ -272,7 +312,12 @@ class AlbertEncoder(keras.layers.Layer):
     def call(self, hidden, input_mask, training=False):
         hidden = tf.cast(hidden, self.compute_dtype)  # loop-variable dtype stays fixed
         bias = block.attention_bias(input_mask)
-        attention = _selector(block.fuse_query_key_value(self.attention.flat_values()))
+        if self.serving_layout and training:
+            raise ValueError("an encoder in the serving layout only infers (training=False)")
+        attention = self.attention.flat_values()
+        if not self.serving_layout:
+            attention = block.fuse_query_key_value(attention)
+        attention = _selector(attention)
         ffn = _selector(self.ffn.flat_values())
         use_dropout = bool(training) and self.seed_generator is not None
         # Training graphs run the block with its written-out gradient and the elementwise math
@@ -355,4 +400,5 @@ class AlbertEncoder(keras.layers.Layer):
             "unroll": self.unroll,
             "seed": self.seed,
             "recompute": self.recompute,
+            "serving_layout": self.serving_layout,
         }

@@ -34,6 +34,8 @@ class AlbertModel(keras.Model):
         unroll: run the encoder as an unrolled Python loop (for measurement; same weights).
         recompute: recompute each encoder block's activations in the backward pass instead of
             keeping them (gradient checkpointing: less memory, more time; see AlbertEncoder).
+        serving_layout: the encoder's weights in the layout inference reads fastest on
+            bfloat16 (inference only; see AlbertEncoder and `with_serving_layout`).
         dtype: a Keras dtype policy, e.g. "mixed_bfloat16" (default: the global policy).
         name: the model name, which prefixes every variable path (default "albert").
 
@@ -66,6 +68,7 @@ class AlbertModel(keras.Model):
         dtype=None,
         name="albert",
         recompute=False,
+        serving_layout=False,
         **kwargs,
     ):
         super().__init__(dtype=dtype, name=name, **kwargs)
@@ -79,6 +82,7 @@ class AlbertModel(keras.Model):
             output_encoder_outputs=output_encoder_outputs,
             unroll=unroll,
             recompute=recompute,
+            serving_layout=serving_layout,
             dtype=self.dtype_policy,
             name="encoder",
         )
@@ -183,6 +187,7 @@ class AlbertModel(keras.Model):
             "output_encoder_outputs": self.output_encoder_outputs,
             "unroll": self.unroll,
             "recompute": self.recompute,
+            "serving_layout": self.encoder.serving_layout,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
             "name": self.name,
             "trainable": self.trainable,

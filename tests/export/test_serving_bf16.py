@@ -99,6 +99,11 @@ def test_backbone_agreement_and_bad_compute_dtype(litert_classifier, litert_task
     backbone = litert_classifier.backbone
     bf16 = saved_model.policy_copy(backbone, "mixed_bfloat16")
     assert bf16.compute_dtype == "bfloat16" and bf16.variable_dtype == "float32"
+    served = saved_model.policy_copy(backbone, "bfloat16", serving_layout=True)
+    assert served.encoder.serving_layout and not backbone.encoder.serving_layout
+    inputs = litert_task.preprocessor({"text": tf.constant(HELD_OUT[:4])})
+    expected = backbone(inputs)["pooled_output"].numpy()
+    np.testing.assert_allclose(served(inputs)["pooled_output"].numpy(), expected, atol=0.05)
     agreement = saved_model.measure_agreement(
         backbone, bf16, litert_task.preprocessor, HELD_OUT, batch_size=4
     )

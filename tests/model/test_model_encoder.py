@@ -179,6 +179,29 @@ def test_loop_equals_unroll(tiny_config, make_inputs, randomize, sharing, groups
     assert {op.type for op in graph_l.get_operations()} & {"While", "StatelessWhile"}
 
 
+@pytest.mark.parametrize("sharing,groups,inner", [("all", 1, 1), ("none", 1, 1), ("all", 2, 2)])
+def test_serving_layout_equals_training_layout(
+    tiny_config, make_inputs, randomize, sharing, groups, inner
+):
+    config = tiny_config(sharing=sharing, num_hidden_groups=groups, inner_group_num=inner)
+    trained = randomize(AlbertModel(config, output_encoder_outputs=True))
+    served = AlbertModel(config, output_encoder_outputs=True, serving_layout=True)
+    kernel = served.encoder.attention.qkv_kernel
+    assert tuple(kernel.shape[2:]) == (3 * config.hidden_size, config.hidden_size)
+    served.embeddings.set_weights(trained.embeddings.get_weights())
+    served.pooler.set_weights(trained.pooler.get_weights())
+    served.encoder.load_training_layout(trained.encoder)
+    inputs = make_inputs(lengths=[7, 5])
+    expected = trained(inputs, training=False)
+    actual = tf.function(lambda x: served(x, training=False))(inputs)
+    for key in expected:
+        assert_close_to_scale(expected[key].numpy(), actual[key].numpy(), 1e-6, key)
+    with pytest.raises(ValueError, match="serving layout only infers"):
+        served(inputs, training=True)
+    with pytest.raises(ValueError, match="training-layout encoder into a serving-layout"):
+        trained.encoder.load_training_layout(served.encoder)
+
+
 def test_graph_size_does_not_grow_with_depth(tiny_config, make_inputs):
     inputs = make_inputs()
 

@@ -1,23 +1,30 @@
-"""Serving and fine-tuning speed on this machine: padding, precision, and HF torch side by side.
+"""Serving speed of the raw-text SavedModels, side by side with Hugging Face torch, in one run.
 
-Measures, for a randomly initialised classifier with the shapes of --preset (--measure picks):
-- padding: the exported SavedModel (raw text in, loaded with tf.saved_model.load as TF Serving
-  would): latency p50/p99 of one short sentence, and throughput of batches of 32 mixed-length
-  texts, with dynamic padding vs the same model padding every request to --fixed_length tokens;
-- precision: the same with the bfloat16 export (`compute_dtype="bfloat16"`), its agreement with
-  float32 on the texts (top-1 agreement, max probability difference), and the HF transformers
-  pipeline on the same texts and random weights (AlbertTokenizerFast converted from the same
-  SentencePiece model + AlbertForSequenceClassification, torch CPU, float32 and bf16 autocast;
-  skipped with a message unless torch and transformers are installed: pip install
-  albert_tf[bench]), with the ratios albert_tf / HF;
-- finetune: keras fit examples/s on the same length mix with and without dynamic padding.
+ALBERT shapes of --preset with random weights (the vocabulary of --spm_model_file), each export
+loaded with tf.saved_model.load as TF Serving would. --measure picks:
+- peers: one short sentence (p50/p99) and batches of 32 mixed-length texts (texts/s) through
+  the float32 and bfloat16 exports and the HF pipeline (AlbertTokenizer on the same
+  SentencePiece model + AlbertForSequenceClassification, torch CPU, float32, bf16 autocast and
+  bfloat16 weights; skipped with a message unless torch and transformers are installed:
+  pip install albert_tf[bench]), in rounds; the ratios to HF's best setting, and the compute
+  bound (the request's matmul FLOPs over this CPU's measured matmul rate);
+- profile: where one short request's time goes in each export (matmuls, text ops, the
+  encoder loop's control ops, elementwise, and the executor's overhead);
+- concurrency: 1, 4 and 16 clients sending single sentences at once, p50/p99 and texts/s,
+  without server batching and with each --batching setting (TF Serving's batching emulated in
+  the process: albert_tf.benchmarks.concurrency);
+- tasks: the token classifier's one-sentence p50 and the SQuAD export's one-question p50 (a
+  one-window context) beside the classifier's;
+- padding: dynamic padding against padding every request to --fixed_length;
+- finetune: keras fit examples/s with and without dynamic padding.
 
-    python scripts/benchmark_serving.py --spm_model_file=tiny.model --preset=albert_base_v2 \
-        --measure=precision
+    python scripts/benchmark_serving.py --spm_model_file=30k-clean.model \
+        --preset=albert_base_v2 --measure=peers,profile,concurrency,tasks
 
 Texts are docstring paragraphs of numpy (1-6 sentences: a realistic spread of lengths).
 """
 
+import copy
 import json
 import os
 import time
@@ -30,22 +37,36 @@ from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli  # noqa: E402
 
+MEASURES = ("peers", "profile", "concurrency", "tasks", "padding", "finetune")
 FLAGS = flags.FLAGS
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (its size sets the vocab).")
 flags.DEFINE_string("preset", "albert_base_v2", "Model shapes (random weights).")
 flags.DEFINE_integer("fixed_length", 512, "Fixed padding length to compare against.")
-flags.DEFINE_integer("latency_reps", 50, "Single-sentence requests timed.")
-flags.DEFINE_integer("throughput_batches", 4, "Batches of 32 timed per padding mode.")
+flags.DEFINE_integer("latency_reps", 50, "Single-sentence requests timed per pipeline.")
+flags.DEFINE_integer("throughput_batches", 4, "Batches of 32 timed per pipeline.")
+flags.DEFINE_integer("profile_calls", 20, "Requests profiled per export (--measure=profile).")
+flags.DEFINE_list("clients", ["1", "4", "16"], "Concurrent clients (--measure=concurrency).")
+flags.DEFINE_float("client_seconds", 5.0, "Seconds each concurrency setting runs.")
+flags.DEFINE_list(
+    "batching",
+    ["8:2000", "16:5000"],
+    "Server batching settings to measure, max_batch_size:batch_timeout_micros each.",
+)
 flags.DEFINE_integer("train_seq_length", 128, "max_seq_length for the fine-tuning measurement.")
 flags.DEFINE_integer("train_batch_size", 16, "Fine-tuning batch size.")
 flags.DEFINE_integer("train_steps", 4, "Timed fine-tuning steps per padding mode (after 1 warmup).")
 flags.DEFINE_string("work_dir", "/tmp/albert_tf_benchmark_serving", "Where exports are written.")
-flags.DEFINE_list(
-    "measure",
-    ["padding", "precision", "finetune"],
-    "What to measure: padding, precision, finetune.",
-)
+flags.DEFINE_list("measure", ["peers", "profile", "concurrency", "tasks"], ", ".join(MEASURES))
 flags.mark_flag_as_required("spm_model_file")
+
+SHORT_SENTENCE = "How long does a short sentence take?"
+QUESTION = "How long does one question take?"
+CONTEXT = "One question on a short context takes a few milliseconds on a CPU."
+# Rounds of the latency measurement: in each round every pipeline serves an untimed request and
+# then latency_reps / ROUNDS timed ones in a row. In a row, as a serving process that answers
+# one model's requests does (its weights stay in cache); in rounds, so that a change of load
+# on a shared machine hits all pipelines alike.
+ROUNDS = 5
 
 
 def _texts(count, seed=0):
@@ -60,26 +81,17 @@ def _texts(count, seed=0):
     return texts
 
 
-SHORT_SENTENCE = "How long does a short sentence take?"
-
-
-# Rounds of the latency measurement: in each round every pipeline serves an untimed request and
-# then latency_reps / ROUNDS timed ones in a row. In a row, as a serving process that answers
-# one model's requests does (its weights stay in cache; requests alternating between models, or
-# spaced by pauses, measured every pipeline slower); in rounds, so that a change of load
-# on a shared machine hits all pipelines alike.
-ROUNDS = 5
-
-
-def _timed(predicts, texts):
-    """{name: latency of one short sentence and throughput of batches of 32} for `predicts`,
-    {name: predict(list of str) -> float32 probabilities [B, C] (a numpy array)}."""
-    one = [SHORT_SENTENCE]
+def _timed(predicts, texts, one=(SHORT_SENTENCE,)):
+    """{name: p50/p99 ms of one request and texts/s in batches of 32} for `predicts`,
+    {name: predict(list of requests)}; without `texts`, latency only."""
+    one = list(one)
     batches = [texts[i * 32 : (i + 1) * 32] for i in range(FLAGS.throughput_batches)]
+    batches = batches if texts else []
     for predict in predicts.values():
         for _ in range(3):
             predict(one)
-        predict(batches[0])
+        if batches:
+            predict(batches[0])
     latencies = {name: [] for name in predicts}
     elapsed = dict.fromkeys(predicts, 0.0)
     for round_index in range(ROUNDS):
@@ -93,81 +105,103 @@ def _timed(predicts, texts):
                 start = time.perf_counter()
                 predict(batch)
                 elapsed[name] += time.perf_counter() - start
-    return {
-        name: {
+    results = {}
+    for name in predicts:
+        results[name] = {
             "p50_ms": 1e3 * float(np.percentile(latencies[name], 50)),
             "p99_ms": 1e3 * float(np.percentile(latencies[name], 99)),
-            "batch32_texts_per_s": 32 * len(batches) / elapsed[name],
         }
-        for name in predicts
-    }
+        if batches:
+            results[name]["batch32_texts_per_s"] = 32 * len(batches) / elapsed[name]
+    return results
 
 
-def _saved_model_predict(path):
+def _serve(path, signature="serving_default"):
     import tensorflow as tf
 
-    serve = tf.saved_model.load(path).signatures["serving_default"]
+    return tf.saved_model.load(path).signatures[signature]
+
+
+def _classify(path):
+    import tensorflow as tf
+
+    serve = _serve(path)
     return lambda texts: serve(text=tf.constant(texts))["probabilities"].numpy()
 
 
-def _hf_predict(spm_model_file, config, max_length):
-    """(predict float32, predict bf16 autocast, tokenizer, versions) of the HF pipeline with
-    random weights of `config`'s shapes, or None when torch or transformers is missing."""
+def _hf_pipelines(spm_model_file, config, max_length):
+    """({name: predict} of the HF pipeline with random weights of `config`'s shapes in float32,
+    under bf16 autocast and with bfloat16 weights, tokenizer, versions), or None when torch or
+    transformers is missing."""
     try:
         import torch
         import transformers
     except ImportError as e:
         logging.warning("HF torch pipeline skipped (%s): pip install albert_tf[bench]", e)
         return None
-    from albert_tf.convert.huggingface import huggingface_config
+    from albert_tf.benchmarks.torch_peer import huggingface_model
 
     try:
         tokenizer = transformers.AlbertTokenizerFast(vocab_file=spm_model_file, do_lower_case=True)
     except Exception as e:  # the conversion needs protobuf/sentencepiece; fall back to slow
         logging.warning("AlbertTokenizerFast conversion failed (%s): AlbertTokenizer (slow)", e)
         tokenizer = transformers.AlbertTokenizer(vocab_file=spm_model_file, do_lower_case=True)
-    torch.manual_seed(0)
-    model = transformers.AlbertForSequenceClassification(
-        transformers.AlbertConfig(**huggingface_config(config), num_labels=2)
-    ).eval()
+    model = huggingface_model("AlbertForSequenceClassification", config, num_labels=2).eval()
+    bf16_model = copy.deepcopy(model).to(torch.bfloat16)
 
-    def predict(texts, bf16=False):
-        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
-            inputs = tokenizer(
-                texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-            )
-            return torch.softmax(model(**inputs).logits.float(), -1).numpy()
+    def pipeline(model, autocast=False):
+        def predict(texts):
+            with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+                inputs = tokenizer(
+                    texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+                )
+                return torch.softmax(model(**inputs).logits.float(), -1).numpy()
 
+        return predict
+
+    pipelines = {
+        "hf_torch_float32": pipeline(model),
+        "hf_torch_bf16_autocast": pipeline(model, autocast=True),
+        "hf_torch_bfloat16_weights": pipeline(bf16_model),
+    }
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
-    return predict, lambda texts: predict(texts, bf16=True), tokenizer, versions
+    return pipelines, tokenizer, versions
 
 
-def _precision(model, fixed, config, texts, results):
-    """albert_tf float32 and bfloat16 exports and the HF pipeline, side by side."""
-    import tensorflow as tf
-
+def _exports(model, preprocessor, texts, results):
+    """{compute dtype: export path} of the classifier in float32 and bfloat16."""
     from albert_tf.export.saved_model import export_classifier
 
-    served = {}
+    paths = {}
     for dtype in ("float32", "bfloat16"):
-        path = export_classifier(
+        paths[dtype] = export_classifier(
             model,
-            fixed,
+            preprocessor,
             f"{FLAGS.work_dir}/{dtype}",
             write_warmup=False,
             compute_dtype=dtype,
             agreement_texts=texts if dtype != "float32" else None,
         )
-        with open(os.path.join(path, "assets.extra", "albert_tf.json")) as f:
+        with open(os.path.join(paths[dtype], "assets.extra", "albert_tf.json")) as f:
             description = json.load(f)
         if "agreement_with_float32" in description:
             results["bfloat16_agreement_with_float32"] = description["agreement_with_float32"]
-        served[f"albert_tf_{dtype}"] = _saved_model_predict(path)
-    hf = _hf_predict(FLAGS.spm_model_file, config, FLAGS.fixed_length)
+    return paths
+
+
+def _peers(paths, preprocessor, config, texts, results):
+    """albert_tf's float32 and bfloat16 exports and the HF pipelines, side by side."""
+    import tensorflow as tf
+
+    from albert_tf.benchmarks import compute_bound
+
+    served = {f"albert_tf_{dtype}": _classify(path) for dtype, path in paths.items()}
+    hf = _hf_pipelines(FLAGS.spm_model_file, config, FLAGS.fixed_length)
     if hf is not None:
-        served["hf_torch_float32"], served["hf_torch_bf16_autocast"], tokenizer, versions = hf
+        pipelines, tokenizer, versions = hf
+        served.update(pipelines)
         results["hf_tokenizer"], results["hf_versions"] = type(tokenizer).__name__, versions
-        ours = fixed({"text": tf.constant(texts)})
+        ours = preprocessor({"text": tf.constant(texts)})
         ours = [
             row[mask == 1].tolist()
             for row, mask in zip(ours["input_word_ids"].numpy(), ours["input_mask"].numpy())
@@ -177,42 +211,163 @@ def _precision(model, fixed, config, texts, results):
     for name, figures in _timed(served, texts).items():
         results[f"serving_{name}"] = figures
         logging.info("serving %s: %s", name, figures)
+    tokens = int(preprocessor.token_lengths([SHORT_SENTENCE]).numpy()[0])
+    flops = compute_bound.forward_flops(config, tokens)
+    bound = {}
+    for dtype in paths:
+        rate = compute_bound.matmul_rate(dtype)
+        bound[dtype] = {"matmul_gflop_per_s": rate / 1e9, "bound_ms": 1e3 * flops / rate}
+        p50 = results[f"serving_albert_tf_{dtype}"]["p50_ms"]
+        bound[dtype]["p50_over_bound"] = p50 / bound[dtype]["bound_ms"]
+    results["compute_bound"] = {"tokens": tokens, "gflop": flops / 1e9, **bound}
     if hf is not None:
-        ours = {k: results[f"serving_albert_tf_{k}"] for k in ("float32", "bfloat16")}
-        peer = results["serving_hf_torch_float32"]
-        results["ratios_vs_hf_torch_float32"] = {
-            f"albert_tf_{k}": {
-                "p50": v["p50_ms"] / peer["p50_ms"],
-                "p99": v["p99_ms"] / peer["p99_ms"],
-                "batch32_texts_per_s": v["batch32_texts_per_s"] / peer["batch32_texts_per_s"],
+        hf_names = [name for name in served if name.startswith("hf_")]
+        best_p50 = min(results[f"serving_{n}"]["p50_ms"] for n in hf_names)
+        best_rate = max(results[f"serving_{n}"]["batch32_texts_per_s"] for n in hf_names)
+        results["ratios_vs_hf_best"] = {
+            f"albert_tf_{dtype}": {
+                "p50": results[f"serving_albert_tf_{dtype}"]["p50_ms"] / best_p50,
+                "batch32_texts_per_s": results[f"serving_albert_tf_{dtype}"]["batch32_texts_per_s"]
+                / best_rate,
             }
-            for k, v in ours.items()
+            for dtype in paths
         }
 
 
-def _finetune(model, preprocessor, texts):
+def _profile(paths, results):
+    """Where one short request's time goes in each export."""
+    import tensorflow as tf
+
+    from albert_tf.benchmarks import op_profile
+
+    for dtype, path in paths.items():
+        serve = _serve(path)
+        profile = op_profile.profile_calls(
+            serve, kwargs={"text": tf.constant([SHORT_SENTENCE])}, calls=FLAGS.profile_calls
+        )
+        results[f"profile_{dtype}"] = profile.to_dict()
+        print(f"\none short request, {dtype} export:\n{profile.table()}")
+
+
+def _concurrency(paths, results):
+    """Concurrent single-sentence clients without and with server batching."""
+    from albert_tf.benchmarks import concurrency
+
+    for dtype, path in paths.items():
+        predict = _classify(path)
+        settings = {"no batching": None}
+        for setting in FLAGS.batching:
+            size, timeout = (int(v) for v in setting.split(":"))
+            settings[f"batching {size}:{timeout}"] = concurrency.BatchingParameters(
+                max_batch_size=size, batch_timeout_micros=timeout, num_batch_threads=1
+            )
+        for label, parameters in settings.items():
+            batcher = concurrency.Batcher(predict, parameters) if parameters else None
+            for clients in (int(c) for c in FLAGS.clients):
+                figures = concurrency.measure_clients(
+                    batcher.submit if batcher else predict,
+                    [SHORT_SENTENCE],
+                    clients=clients,
+                    duration_s=FLAGS.client_seconds,
+                )
+                results[f"concurrency_{dtype}_{label}_{clients}_clients"] = figures
+                logging.info("%s export, %s, %d clients: %s", dtype, label, clients, figures)
+            if batcher:
+                batcher.close()
+
+
+def _tasks(model, paths, preprocessor, results):
+    """The token classifier's and the SQuAD export's one-request p50 beside the classifier's."""
+    import tensorflow as tf
+
+    from albert_tf.data.squad_features import FeatureSettings
+    from albert_tf.export.squad_serving import export_question_answerer
+    from albert_tf.export.token_classifier_serving import export_token_classifier
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer
+    from albert_tf.models.token_classifier import AlbertTokenClassifier
+
+    tagger = AlbertTokenClassifier(model.backbone, labels=["O", "B-X", "I-X"])
+    tagger_path = export_token_classifier(
+        tagger, preprocessor, f"{FLAGS.work_dir}/tagger", max_seq_length=128, write_warmup=False
+    )
+    answerer = AlbertQuestionAnswerer(model.backbone)
+    squad_path = export_question_answerer(
+        answerer,
+        FLAGS.spm_model_file,
+        f"{FLAGS.work_dir}/squad",
+        FeatureSettings(max_seq_length=384, doc_stride=128, max_query_length=64),
+        write_warmup=False,
+    )
+    tag = _serve(tagger_path)
+    answer = _serve(squad_path)
+    served = {
+        "classifier_float32": _classify(paths["float32"]),
+        "classifier_bfloat16": _classify(paths["bfloat16"]),
+        "token_classifier_float32": lambda texts: tag(text=tf.constant(texts))["num_entities"],
+        "squad_float32": lambda texts: answer(
+            question=tf.constant([QUESTION] * len(texts)), context=tf.constant(texts)
+        )["answer"],
+    }
+    # one sentence for the classifiers, one short context for SQuAD
+    for name, figures in _timed(served, [], one=(CONTEXT,)).items():
+        results[f"task_{name}"] = figures
+        logging.info("%s: %s", name, figures)
+
+
+def _padding(model, fixed, texts, results):
+    from albert_tf.export.saved_model import export_classifier
+
+    served = {}
+    for name, dynamic in (("dynamic", True), (f"fixed_{FLAGS.fixed_length}", False)):
+        path = export_classifier(
+            model, fixed, f"{FLAGS.work_dir}/{name}", dynamic_padding=dynamic, write_warmup=False
+        )
+        served[name] = _classify(path)
+    for name, figures in _timed(served, texts).items():
+        results[f"padding_{name}"] = figures
+        logging.info("serving %s: %s", name, figures)
+
+
+def _finetune(config, texts, results):
     from albert_tf.finetune.inputs import train_dataset
     from albert_tf.finetune.task import Features
+    from albert_tf.models.backbone import AlbertModel
+    from albert_tf.models.classifier import AlbertClassifier
+    from albert_tf.models.preprocessor import AlbertPreprocessor
 
     labels = np.arange(len(texts), dtype=np.int32) % 2
     features = Features({"text": np.asarray(texts, dtype=object)}, labels)
-    dataset = train_dataset(features, FLAGS.train_batch_size, seed=0, transform=preprocessor)
-    model.fit(dataset, epochs=1, steps_per_epoch=1, verbose=0)  # trace + warm up
-    start = time.perf_counter()
-    model.fit(dataset, epochs=1, steps_per_epoch=FLAGS.train_steps, verbose=0)
-    return FLAGS.train_batch_size * FLAGS.train_steps / (time.perf_counter() - start)
+    for name, dynamic in (("dynamic", True), (f"fixed_{FLAGS.train_seq_length}", False)):
+        model = AlbertClassifier(AlbertModel(config), num_classes=2)
+        model.compile(num_train_steps=100)
+        pre = AlbertPreprocessor(
+            FLAGS.spm_model_file, seq_length=FLAGS.train_seq_length, dynamic_padding=dynamic
+        )
+        dataset = train_dataset(features, FLAGS.train_batch_size, seed=0, transform=pre)
+        model.fit(dataset, epochs=1, steps_per_epoch=1, verbose=0)  # trace + warm up
+        start = time.perf_counter()
+        model.fit(dataset, epochs=1, steps_per_epoch=FLAGS.train_steps, verbose=0)
+        rate = FLAGS.train_batch_size * FLAGS.train_steps / (time.perf_counter() - start)
+        results[f"finetune_{name}_examples_per_s"] = rate
+        logging.info("fine-tuning %s: %.2f examples/s", name, rate)
 
 
 def main(argv):
     del argv
-    unknown = sorted(set(FLAGS.measure) - {"padding", "precision", "finetune"})
+    unknown = sorted(set(FLAGS.measure) - set(MEASURES))
     if unknown or not FLAGS.measure:
-        cli.fail(f"--measure: expected some of padding, precision, finetune, got {FLAGS.measure}")
+        cli.fail(f"--measure: expected some of {', '.join(MEASURES)}, got {FLAGS.measure}")
+    for setting in FLAGS.batching:
+        parts = setting.split(":")
+        if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            cli.fail(f"--batching: expected max_batch_size:batch_timeout_micros, got {setting!r}")
+    if not all(c.isdigit() and int(c) > 0 for c in FLAGS.clients):
+        cli.fail(f"--clients: expected positive integers, got {FLAGS.clients}")
     import keras
     import tensorflow as tf
 
+    from albert_tf.benchmarks.timing import cpu_name
     from albert_tf.config import AlbertConfig
-    from albert_tf.export.saved_model import export_classifier
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.models.classifier import AlbertClassifier
     from albert_tf.models.preprocessor import AlbertPreprocessor
@@ -226,6 +381,7 @@ def main(argv):
     model = AlbertClassifier(AlbertModel(config), num_classes=2)
     results = {
         "preset": FLAGS.preset,
+        "cpu": cpu_name(),
         "vocab_size": fixed.vocab_size,
         "pieces_per_text": {
             "mean": float(lengths.mean()),
@@ -233,30 +389,20 @@ def main(argv):
             "max": int(lengths.max()),
         },
     }
-    paddings = (("dynamic", True), (f"fixed_{FLAGS.fixed_length}", False))
-    served = {}
-    for name, dynamic in paddings if "padding" in FLAGS.measure else ():
-        path = export_classifier(
-            model, fixed, f"{FLAGS.work_dir}/{name}", dynamic_padding=dynamic, write_warmup=False
-        )
-        served[name] = _saved_model_predict(path)
-    if served:
-        for name, figures in _timed(served, texts).items():
-            results[f"serving_{name}"] = figures
-            logging.info("serving %s: %s", name, figures)
-    if "precision" in FLAGS.measure:
-        _precision(model, fixed, config, texts, results)
-    paddings = (("dynamic", True), (f"fixed_{FLAGS.train_seq_length}", False))
-    for name, dynamic in paddings if "finetune" in FLAGS.measure else ():
-        train_model = AlbertClassifier(AlbertModel(config), num_classes=2)
-        train_model.compile(num_train_steps=100)
-        pre = AlbertPreprocessor(
-            FLAGS.spm_model_file, seq_length=FLAGS.train_seq_length, dynamic_padding=dynamic
-        )
-        results[f"finetune_{name}_examples_per_s"] = _finetune(train_model, pre, texts)
-        logging.info(
-            "fine-tuning %s: %.2f examples/s", name, results[f"finetune_{name}_examples_per_s"]
-        )
+    if "padding" in FLAGS.measure:
+        _padding(model, fixed, texts, results)
+    if {"peers", "profile", "concurrency", "tasks"} & set(FLAGS.measure):
+        paths = _exports(model, fixed, texts, results)
+        if "peers" in FLAGS.measure:
+            _peers(paths, fixed, config, texts, results)
+        if "profile" in FLAGS.measure:
+            _profile(paths, results)
+        if "concurrency" in FLAGS.measure:
+            _concurrency(paths, results)
+        if "tasks" in FLAGS.measure:
+            _tasks(model, paths, fixed, results)
+    if "finetune" in FLAGS.measure:
+        _finetune(config, texts, results)
     results["tf_version"] = tf.__version__
     print(json.dumps(results, indent=2))
 

@@ -53,15 +53,19 @@ WARMUP = (
 )
 
 
+PAD_MULTIPLE = 8
+
+
 def _ceil_div(a, b):
     return (a + b - 1) // b
 
 
-def question_windows(question_ids, context_ids, settings, cls_id, sep_id):
+def question_windows(question_ids, context_ids, settings, cls_id, sep_id, pad_to_longest=False):
     """Windows of [CLS] question [SEP] context [SEP] over ragged ids [B, (n)] (as int64).
 
     Returns a dict: model inputs `input_word_ids`, `input_mask`, `input_type_ids`, `p_mask`
-    (int32 [N, max_seq_length]); `example` (int64 [N]); `piece` (int64 [N, S], the flat index
+    (int32 [N, S]: S is max_seq_length, or with `pad_to_longest` the longest window rounded up
+    to a multiple of 8); `example` (int64 [N]); `piece` (int64 [N, S], the flat index
     of the context piece at each position, -1 elsewhere); `max_context` (bool [N, S]).
 
     >>> out = question_windows(tf.ragged.constant([[7]], tf.int64),
@@ -117,6 +121,10 @@ def question_windows(question_ids, context_ids, settings, cls_id, sep_id):
     )
     ones = tf.ones_like(query_rows)
     shape = [None, seq]
+    if pad_to_longest:  # a short context does not pay for max_seq_length positions
+        longest = tf.reduce_max(tf.concat([ids.row_lengths(), [1]], 0))
+        width = tf.minimum(_ceil_div(longest, PAD_MULTIPLE) * PAD_MULTIPLE, seq)
+        shape = tf.stack([n, tf.cast(width, tf.int64)])
     before = tf.concat([column(1), ones, column(1)], axis=1)  # [CLS] question [SEP]
     p_mask = tf.concat([column(0), ones, column(1), tf.zeros_like(pieces), column(1)], axis=1)
     type_ids = tf.concat([0 * before, tf.ones_like(pieces), column(1)], axis=1)
@@ -237,7 +245,9 @@ def answer_body(model, tokenizer, settings, n_best_size, max_answer_length, null
         ids = split["pieces"].with_flat_values(
             tf.cast(sentencepiece.string_to_id(split["pieces"].flat_values), tf.int64)
         )
-        inputs = question_windows(query, ids, settings, cls_id, sep_id)
+        # v2's beam masks every non-context position, so padding to the longest window gives
+        # the same answers; v1 keeps the original's n-best over all max_seq_length positions.
+        inputs = question_windows(query, ids, settings, cls_id, sep_id, pad_to_longest=is_v2(model))
         starts, ends, scores, null = candidates(
             model, model_outputs(model, inputs), settings, n_best_size
         )

@@ -180,6 +180,7 @@ class Batcher:
         self.parameters = BatchingParameters(**parameters)
         self.batch_sizes = []
         self._predict = predict
+        self._timeout = self.parameters.batch_timeout_micros / 1e6
         self._condition = threading.Condition()
         self._batches = collections.deque([[]])  # the last batch is the open one
         self._open_rows = 0
@@ -241,12 +242,11 @@ class Batcher:
 
     def _take_batch(self):
         """The batch an idle thread runs now, or None; the caller holds the lock."""
-        timeout = self.parameters.batch_timeout_micros / 1e6
         if len(self._batches) == 1 and self._batches[0]:
             if (
                 self._closed
                 or self._open_rows >= self.parameters.max_batch_size
-                or time.monotonic() >= self._open_since + timeout
+                or time.monotonic() >= self._open_since + self._timeout
             ):
                 self._start_new_batch()
         if len(self._batches) >= 2:
@@ -262,10 +262,9 @@ class Batcher:
                 while batch is None:
                     if self._closed and not self._batches[-1]:
                         return
-                    wait = None
+                    wait = None  # an empty open batch: until a request comes
                     if self._batches[-1]:
-                        timeout = self.parameters.batch_timeout_micros / 1e6
-                        wait = max(0.0, self._open_since + timeout - time.monotonic())
+                        wait = max(0.0, self._open_since + self._timeout - time.monotonic())
                     self._condition.wait(wait)
                     batch = self._take_batch()
             self._run_batch(batch)
@@ -299,8 +298,10 @@ def measure_clients(predict, requests, clients, duration_s=None, requests_per_cl
 
     Returns {"clients", "requests": answered, "rejected": QueueFull refusals, "seconds": wall
     time, "texts_per_s", "p50_ms", "p99_ms"} (percentiles None when nothing was answered).
-    `predict` may be a plain predict or a Batcher's submit; any error other than QueueFull stops
-    the measurement and is raised here.
+    `predict` may be a plain predict or a Batcher's submit. A client whose request is refused
+    (QueueFull) counts it and sends its next text at once, so keep `clients` within the queue's
+    room (max_enqueued_batches * max_batch_size); any other error stops the measurement and is
+    raised here.
     """
     if (duration_s is None) == (requests_per_client is None):
         raise ValueError("give exactly one of duration_s and requests_per_client")

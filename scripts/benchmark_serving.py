@@ -49,8 +49,8 @@ flags.DEFINE_list("clients", ["1", "4", "16"], "Concurrent clients (--measure=co
 flags.DEFINE_float("client_seconds", 5.0, "Seconds each concurrency setting runs.")
 flags.DEFINE_list(
     "batching",
-    ["8:2000", "16:5000"],
-    "Server batching settings to measure, max_batch_size:batch_timeout_micros each.",
+    ["8:1000:1", "16:2000:1", "16:2000:2"],
+    "Server batching settings to measure, max_batch_size:batch_timeout_micros:num_batch_threads.",
 )
 flags.DEFINE_integer("train_seq_length", 128, "max_seq_length for the fine-tuning measurement.")
 flags.DEFINE_integer("train_batch_size", 16, "Fine-tuning batch size.")
@@ -249,20 +249,27 @@ def _profile(paths, results):
         print(f"\none short request, {dtype} export:\n{profile.table()}")
 
 
+def _batching_settings():
+    """{label: Batcher keyword arguments or None} of --batching (None: no server batching)."""
+    settings = {"no batching": None}
+    for setting in FLAGS.batching:
+        size, timeout, threads = (int(v) for v in setting.split(":"))
+        settings[f"batching {setting}"] = dict(
+            max_batch_size=size, batch_timeout_micros=timeout, num_batch_threads=threads
+        )
+    return settings
+
+
 def _concurrency(paths, results):
     """Concurrent single-sentence clients without and with server batching."""
     from albert_tf.benchmarks import concurrency
 
     for dtype, path in paths.items():
         predict = _classify(path)
-        settings = {"no batching": None}
-        for setting in FLAGS.batching:
-            size, timeout = (int(v) for v in setting.split(":"))
-            settings[f"batching {size}:{timeout}"] = concurrency.BatchingParameters(
-                max_batch_size=size, batch_timeout_micros=timeout, num_batch_threads=1
-            )
-        for label, parameters in settings.items():
-            batcher = concurrency.Batcher(predict, parameters) if parameters else None
+        for size in (1, 2, 4, 8, 16, 32):  # every batch shape's first call is slower
+            predict([SHORT_SENTENCE] * size)
+        for label, parameters in _batching_settings().items():
+            batcher = concurrency.Batcher(predict, **parameters) if parameters else None
             for clients in (int(c) for c in FLAGS.clients):
                 figures = concurrency.measure_clients(
                     batcher.submit if batcher else predict,
@@ -359,8 +366,11 @@ def main(argv):
         cli.fail(f"--measure: expected some of {', '.join(MEASURES)}, got {FLAGS.measure}")
     for setting in FLAGS.batching:
         parts = setting.split(":")
-        if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-            cli.fail(f"--batching: expected max_batch_size:batch_timeout_micros, got {setting!r}")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts) or "0" in (parts[0], parts[2]):
+            cli.fail(
+                "--batching: expected max_batch_size:batch_timeout_micros:num_batch_threads "
+                f"(positive sizes), got {setting!r}"
+            )
     if not all(c.isdigit() and int(c) > 0 for c in FLAGS.clients):
         cli.fail(f"--clients: expected positive integers, got {FLAGS.clients}")
     import keras

@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.export import versions, warmup
+from albert_tf.export import batching, versions, warmup
 from albert_tf.export.serving_spec import SavedModelSpec
 
 # Texts replayed by TF Serving at load time: short, long, empty, non-ASCII.
@@ -195,7 +195,9 @@ def build(spec, export_dir, version=None, write_warmup="auto"):
 
 def write_export(archive, export_dir, version, description, write_warmup, warmup_batches):
     """Writes a keras.export.ExportArchive as EXPORT_DIR/<version> (a temporary directory
-    renamed into place), with assets.extra/albert_tf.json = `description` and, when
+    renamed into place), with assets.extra/albert_tf.json = `description`,
+    assets.extra/batching_parameters.txt (TF Serving's --batching_parameters_file,
+    `batching.SERVING_PARAMETERS`) and, when
     `write_warmup` (True, or "auto" with tensorflow-serving-api installed), TF Serving warmup
     requests of `warmup_batches` (dicts of input name -> list of values) for serving_default.
     Returns the version path."""
@@ -205,6 +207,8 @@ def write_export(archive, export_dir, version, description, write_warmup, warmup
         tf.io.gfile.makedirs(extra)
         with tf.io.gfile.GFile(os.path.join(extra, "albert_tf.json"), "w") as f:
             f.write(json.dumps(description, indent=2) + "\n")
+        with tf.io.gfile.GFile(os.path.join(extra, batching.BATCHING_FILE), "w") as f:
+            f.write(batching.SERVING_PARAMETERS.to_text_proto())
         if write_warmup == "auto" and not warmup.serving_api_available():
             logging.warning(
                 "tensorflow-serving-api is not installed: no warmup requests written "
@@ -242,7 +246,34 @@ def _served_copy(model, preprocessor, dynamic_padding, compute_dtype):
     served = policy_copy(
         model, COMPUTE_DTYPES[compute_dtype], compute_dtype in SERVING_LAYOUT_DTYPES
     )
+    logging.info("%s", precision_note(compute_dtype))
     return served, pre
+
+
+def cpu_bfloat16_flags(path="/proc/cpuinfo"):
+    """The bfloat16 matmul features of this CPU among amx_bf16 and avx512_bf16 (empty where
+    /proc/cpuinfo is missing)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            flags = set(f.read().split())
+    except OSError:
+        return []
+    return [flag for flag in ("amx_bf16", "avx512_bf16") if flag in flags]
+
+
+def precision_note(compute_dtype):
+    """One line saying what the served graph computes in and where bfloat16 pays off."""
+    here = ", ".join(cpu_bfloat16_flags()) or "neither"
+    if compute_dtype == "float32":
+        return (
+            "The export computes in float32. compute_dtype='bfloat16' serves faster on CPUs "
+            f"with AMX or AVX512-BF16 (this one: {here}) and usually slower on CPUs without them."
+        )
+    return (
+        "The export computes in bfloat16 (weights and matmuls; LayerNorm, softmax and outputs "
+        "in float32): faster than float32 on CPUs with AMX or AVX512-BF16 (this one: "
+        f"{here}), usually slower on CPUs without them."
+    )
 
 
 def measure_agreement(reference, candidate, preprocessor, texts, pair=False, batch_size=32):

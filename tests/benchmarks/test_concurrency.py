@@ -1,5 +1,5 @@
 """albert_tf.benchmarks.concurrency: TF Serving's batching rules emulated by Batcher, the
-closed-loop client measurement, and the batching_parameters_file text.
+closed-loop client measurement.
 
 Fake predicts stand in for the model: they record the batches they get and answer with values
 computed from each text, so a request can check that it got its own rows. Times are short
@@ -13,13 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from albert_tf.benchmarks.concurrency import (
-    Batcher,
-    BatchingParameters,
-    QueueFull,
-    measure_clients,
-    parse_text_proto,
-)
+from albert_tf.benchmarks.concurrency import Batcher, QueueFull, measure_clients
 
 
 class Recorder:
@@ -233,71 +227,3 @@ def test_measure_clients_counts_refusals_and_raises_other_errors():
         measure_clients(broken, ["a"], clients=2)
     with pytest.raises(ValueError, match="exactly one"):
         measure_clients(broken, ["a"], clients=2, duration_s=1, requests_per_client=1)
-
-
-def test_text_proto_exact_text_and_round_trip():
-    parameters = BatchingParameters(
-        max_batch_size=32,
-        batch_timeout_micros=1000,
-        max_enqueued_batches=4,
-        num_batch_threads=2,
-        allowed_batch_sizes=[8, 16, 32],
-    )
-    assert parameters.to_text_proto() == (
-        "max_batch_size { value: 32 }\n"
-        "batch_timeout_micros { value: 1000 }\n"
-        "max_enqueued_batches { value: 4 }\n"
-        "num_batch_threads { value: 2 }\n"
-        "allowed_batch_sizes: 8\n"
-        "allowed_batch_sizes: 16\n"
-        "allowed_batch_sizes: 32\n"
-    )
-    assert parse_text_proto(parameters.to_text_proto()) == parameters
-    without_sizes = BatchingParameters(max_batch_size=8, num_batch_threads=1)
-    assert "allowed" not in without_sizes.to_text_proto()
-    assert parse_text_proto(without_sizes.to_text_proto()) == without_sizes
-
-
-def test_parse_text_proto_reads_other_layouts():
-    text = """# tuned on a 2-core CPU
-        max_batch_size: { value: 4 } batch_timeout_micros { value: 500 }
-        num_batch_threads { value: 1 }
-        allowed_batch_sizes: [2, 4]
-    """
-    parsed = parse_text_proto(text)
-    assert parsed == BatchingParameters(
-        max_batch_size=4, batch_timeout_micros=500, num_batch_threads=1, allowed_batch_sizes=(2, 4)
-    )
-    assert parsed.max_enqueued_batches == 10  # the server's default when the field is left out
-
-
-@pytest.mark.parametrize(
-    "text, message",
-    [
-        ('max_batch_size { value: 4 }\nthread_pool_name { value: "x" }', "unsupported"),
-        ("pad_variable_length_inputs: true", "unsupported"),
-        ("max_batch_size: 4", "unsupported"),
-        ("max_batch_size { value: 4.5 }", "whole number"),
-        ("max_batch_size { value: 4 } }", "cannot read"),
-        ("max_batch_size { value: 4 } max_batch_size { value: 8 }", "twice"),
-        ("max_batch_size { value: 8 } allowed_batch_sizes: 4", "end at max_batch_size"),
-    ],
-)
-def test_parse_text_proto_refuses_what_it_cannot_read_or_does_not_model(text, message):
-    with pytest.raises(ValueError, match=message):
-        parse_text_proto(text)
-
-
-@pytest.mark.parametrize(
-    "fields",
-    [
-        {"max_batch_size": 0},
-        {"num_batch_threads": 0},
-        {"max_enqueued_batches": 0},
-        {"batch_timeout_micros": -1},
-        {"max_batch_size": 8, "allowed_batch_sizes": (4, 2, 8)},
-    ],
-)
-def test_invalid_parameters_are_refused(fields):
-    with pytest.raises(ValueError):
-        BatchingParameters(**fields)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.export import saved_model
+from albert_tf.export import batching, saved_model
 
 # Stated tolerance of the bfloat16 export against float32 (8-bit mantissa matmuls).
 MAX_PROBABILITY_DIFFERENCE = 0.05
@@ -77,6 +77,8 @@ def test_fresh_process_serves_bf16_close_to_float32(bf16_export, litert_classifi
     assert served["xla_functions"] == 0  # TF Serving runs it without its XLA JIT
     assert served["dtypes"] == ["float32", "int32", "int64", "string"]  # float32 outputs
     assert served["bf16_matmuls"] > 0  # the encoder really computes in bfloat16
+    with open(os.path.join(bf16_export, "assets.extra", batching.BATCHING_FILE)) as f:
+        assert batching.parse_text_proto(f.read()) == batching.SERVING_PARAMETERS
     logits = litert_classifier(litert_task.preprocessor(tf.constant(HELD_OUT))).numpy()
     expected = tf.nn.softmax(logits).numpy()
     probabilities = np.array(served["probabilities"])
@@ -116,3 +118,14 @@ def test_backbone_agreement_and_bad_compute_dtype(litert_classifier, litert_task
         saved_model.export_backbone(
             backbone, litert_task.preprocessor, str(tmp_path), compute_dtype="float16"
         )
+
+
+def test_precision_note_names_this_cpus_bfloat16_features(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("flags\t\t: fpu avx512f avx512_bf16 amx_tile amx_bf16\n")
+    assert saved_model.cpu_bfloat16_flags(str(cpuinfo)) == ["amx_bf16", "avx512_bf16"]
+    cpuinfo.write_text("flags\t\t: fpu avx2\n")
+    assert saved_model.cpu_bfloat16_flags(str(cpuinfo)) == []
+    assert saved_model.cpu_bfloat16_flags(str(tmp_path / "missing")) == []
+    assert saved_model.precision_note("bfloat16").startswith("The export computes in bfloat16")
+    assert "compute_dtype='bfloat16'" in saved_model.precision_note("float32")

@@ -36,7 +36,7 @@ flags.DEFINE_string("preset", "albert_base_v2", "Model shapes (random weights)."
 flags.DEFINE_integer("fixed_length", 512, "Fixed padding length to compare against.")
 flags.DEFINE_integer("latency_reps", 50, "Single-sentence requests timed.")
 flags.DEFINE_integer("throughput_batches", 4, "Batches of 32 timed per padding mode.")
-flags.DEFINE_integer("train_seq_length", 128, "max_seq_length for the fine-tuning measurement.")
+flags.DEFINE_integer("train_max_seq_length", 128, "max_seq_length for the fine-tuning measurement.")
 flags.DEFINE_integer("train_batch_size", 16, "Fine-tuning batch size.")
 flags.DEFINE_integer("train_steps", 4, "Timed fine-tuning steps per padding mode (after 1 warmup).")
 flags.DEFINE_string("work_dir", "/tmp/albert_tf_benchmark_serving", "Where exports are written.")
@@ -220,7 +220,9 @@ def main(argv):
     keras.utils.set_random_seed(0)
     texts = _texts(max(32 * FLAGS.throughput_batches, FLAGS.train_batch_size * 8))
     # Hugging Face's TeX-quote rule, so that the ids compare with its AlbertTokenizer's.
-    fixed = AlbertPreprocessor(FLAGS.spm_model_file, seq_length=FLAGS.fixed_length, tex_quotes=True)
+    fixed = AlbertPreprocessor(
+        FLAGS.spm_model_file, max_seq_length=FLAGS.fixed_length, tex_quotes=True
+    )
     lengths = fixed.token_lengths(texts).numpy()
     config = AlbertConfig.from_preset(FLAGS.preset, vocab_size=fixed.vocab_size)
     model = AlbertClassifier(AlbertModel(config), num_classes=2)
@@ -246,12 +248,12 @@ def main(argv):
             logging.info("serving %s: %s", name, figures)
     if "precision" in FLAGS.measure:
         _precision(model, fixed, config, texts, results)
-    paddings = (("dynamic", True), (f"fixed_{FLAGS.train_seq_length}", False))
+    paddings = (("dynamic", True), (f"fixed_{FLAGS.train_max_seq_length}", False))
     for name, dynamic in paddings if "finetune" in FLAGS.measure else ():
         train_model = AlbertClassifier(AlbertModel(config), num_classes=2)
         train_model.compile(num_train_steps=100)
         pre = AlbertPreprocessor(
-            FLAGS.spm_model_file, seq_length=FLAGS.train_seq_length, dynamic_padding=dynamic
+            FLAGS.spm_model_file, max_seq_length=FLAGS.train_max_seq_length, dynamic_padding=dynamic
         )
         results[f"finetune_{name}_examples_per_s"] = _finetune(train_model, pre, texts)
         logging.info(

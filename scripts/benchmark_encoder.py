@@ -15,9 +15,9 @@ far the host's noise reaches (on a 2-core VM, runs of 6 steps of the same code d
 2 points).
 
     python scripts/benchmark_encoder.py --preset=albert_base_v2 --layers=12,24 \\
-        --batch_size=8 --seq_length=128 --steps=3 --xla=off,on
+        --batch_size=8 --max_seq_length=128 --steps=3 --xla=off,on
     python scripts/benchmark_encoder.py --preset=albert_tiny --layers=2 --batch_size=2 \\
-        --seq_length=16 --steps=1     # a smoke run
+        --max_seq_length=16 --steps=1     # a smoke run
 """
 
 import itertools
@@ -37,7 +37,12 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", "albert_base_v2", "AlbertConfig preset giving the shapes.")
 flags.DEFINE_list("layers", ["12", "24"], "Depths (num_hidden_layers) to measure.")
 flags.DEFINE_integer("batch_size", 8, "Batch size.", lower_bound=1)
-flags.DEFINE_integer("seq_length", 128, "Sequence length.", lower_bound=1)
+flags.DEFINE_integer(
+    "max_seq_length",
+    128,
+    "Length of the input sequences (no padding: all real ids).",
+    lower_bound=1,
+)
 flags.DEFINE_integer("steps", 3, "Timed steady steps per mode (after a warm-up).", lower_bound=1)
 flags.DEFINE_list("xla", ["off", "on"], "XLA settings to measure: off (graph), on (jit_compile).")
 flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"], "Keras dtype policy.")
@@ -57,11 +62,11 @@ def _modes(recompute):
     return modes
 
 
-def _inputs(config, batch_size, seq_length):
+def _inputs(config, batch_size, max_seq_length):
     import numpy as np
 
     rng = np.random.default_rng(0)
-    shape = [batch_size, seq_length]
+    shape = [batch_size, max_seq_length]
     return {
         "input_word_ids": rng.integers(5, config.vocab_size, shape).astype("int32"),
         "input_mask": np.ones(shape, "int32"),
@@ -94,7 +99,7 @@ def _timed(fn, inputs):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def benchmark(preset, depths, xla_settings, batch_size, seq_length, steps, dtype, rates, modes):
+def benchmark(preset, depths, xla_settings, batch_size, max_seq_length, steps, dtype, rates, modes):
     """{(depth, dropout, xla, mode): {"first": (wall, cpu), "steps": [(wall, cpu), ...]}}."""
     import keras
 
@@ -109,7 +114,7 @@ def benchmark(preset, depths, xla_settings, batch_size, seq_length, steps, dtype
             hidden_dropout_prob=dropout,
             attention_probs_dropout_prob=dropout,
         )
-        inputs = _inputs(config, batch_size, seq_length)
+        inputs = _inputs(config, batch_size, max_seq_length)
         for xla in xla_settings:
             fns, weights = {}, None
             for mode, kwargs in modes.items():
@@ -189,7 +194,7 @@ def main(argv):
         depths,
         FLAGS.xla,
         FLAGS.batch_size,
-        FLAGS.seq_length,
+        FLAGS.max_seq_length,
         FLAGS.steps,
         FLAGS.dtype,
         rates,
@@ -197,7 +202,7 @@ def main(argv):
     )
     load_after = os.getloadavg()
     print(
-        f"{FLAGS.preset} shapes, batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, "
+        f"{FLAGS.preset} shapes, batch {FLAGS.batch_size} x seq {FLAGS.max_seq_length}, "
         f"{FLAGS.dtype}, forward + backward (gradients of every "
         f"weight), median of {FLAGS.steps} steady steps; TF {tf.__version__}, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "

@@ -19,11 +19,11 @@ median step time. Configurations:
 The table gives each one's figures and ratios to albert_tf without recompute.
 
     python scripts/benchmark_memory.py --preset=albert_large_v2 --layers=24 \\
-        --batch_size=2 --seq_length=512 --steps=2
+        --batch_size=2 --max_seq_length=512 --steps=2
     python scripts/benchmark_memory.py --preset=albert_tiny --layers=2 --batch_size=2 \\
-        --seq_length=32 --steps=1     # a smoke run
+        --max_seq_length=32 --steps=1     # a smoke run
     python scripts/benchmark_memory.py --preset=albert_base_v2 --layers=12 --batch_size=128 \\
-        --gradient_accumulation_steps=16 --seq_length=512 --steps=1 --configurations=classifier
+        --gradient_accumulation_steps=16 --max_seq_length=512 --steps=1 --configurations=classifier
 """
 
 import importlib.util
@@ -48,7 +48,12 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", "albert_large_v2", "AlbertConfig preset giving the shapes.")
 flags.DEFINE_integer("layers", 24, "num_hidden_layers.", lower_bound=1)
 flags.DEFINE_integer("batch_size", 2, "Batch size.", lower_bound=1)
-flags.DEFINE_integer("seq_length", 512, "Sequence length.", lower_bound=1)
+flags.DEFINE_integer(
+    "max_seq_length",
+    512,
+    "Length of the input sequences (no padding: all real ids).",
+    lower_bound=1,
+)
 flags.DEFINE_integer(
     "steps", 2, "Training steps per configuration (the first traces).", lower_bound=1
 )
@@ -81,12 +86,12 @@ def _peak_rss_bytes():
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
 
 
-def _model_and_inputs(name, config, batch_size, seq_length, dtype):
+def _model_and_inputs(name, config, batch_size, max_seq_length, dtype):
     """(model, inputs, name of its sequence output) for one configuration."""
     import numpy as np
 
     rng = np.random.default_rng(0)
-    shape = [batch_size, seq_length]
+    shape = [batch_size, max_seq_length]
     ids = rng.integers(5, config.vocab_size, shape).astype("int32")
     mask, types = np.ones(shape, "int32"), np.zeros(shape, "int32")
     if name == "keras-hub":
@@ -129,7 +134,7 @@ def run_child(name):
         "albert_tf" if name == "classifier" else name,
         config,
         FLAGS.batch_size,
-        FLAGS.seq_length,
+        FLAGS.max_seq_length,
         FLAGS.dtype,
     )
     if name == "classifier":
@@ -193,7 +198,7 @@ def _measure(name):
             "preset",
             "layers",
             "batch_size",
-            "seq_length",
+            "max_seq_length",
             "steps",
             "dropout",
             "dtype",
@@ -260,7 +265,7 @@ def main(argv):
     load_after = os.getloadavg()
     print(
         f"{FLAGS.preset} shapes, {FLAGS.layers} layers, batch {FLAGS.batch_size} x seq "
-        f"{FLAGS.seq_length}, {FLAGS.dtype}, dropout {FLAGS.dropout}, jit_compile="
+        f"{FLAGS.max_seq_length}, {FLAGS.dtype}, dropout {FLAGS.dropout}, jit_compile="
         f"{FLAGS.jit_compile}, training step (forward, backward, SGD; classifier: AdamW, "
         f"{FLAGS.gradient_accumulation_steps} micro-batch(es) per update), {FLAGS.steps} steps, "
         f"one process per configuration; {platform.processor() or platform.machine()}, "

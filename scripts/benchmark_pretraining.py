@@ -27,7 +27,7 @@ steps, which alternate between the libraries, each after a 1 s pause (`albert_tf
 timing`), tokens/s (batch x sequence length / steady step), and the ratios: albert_tf's
 default / the best peer, default / original, float32 / original float32.
 
---mode=throughput times albert_tf alone at its default precision for each of --seq_lengths
+--mode=throughput times albert_tf alone at its default precision for each of --max_seq_lengths
 and --accumulation_steps (the batch split into that many micro-batches, one update).
 
 --mode=strategies times the training loop on one device and mirrored over --logical_cpus
@@ -39,7 +39,7 @@ pinned); the original's code is a checkout of its repository:
 
     git clone https://github.com/google-research/albert /tmp/albert_original
     python scripts/benchmark_pretraining.py --original_code_dir=/tmp/albert_original --steps=5
-    python scripts/benchmark_pretraining.py --mode=throughput --seq_lengths=128,512 \\
+    python scripts/benchmark_pretraining.py --mode=throughput --max_seq_lengths=128,512 \\
         --accumulation_steps=1,4 --steps=3
     python scripts/benchmark_pretraining.py --mode=strategies --train_batch_size=8 --steps=6 \\
         --logical_cpus=2
@@ -86,7 +86,9 @@ flags.DEFINE_string(
     "--mode=peers: a checkout of google-research/albert (modeling.py, lamb_optimizer.py, "
     "optimization.py, run_pretraining.py); without it the original is skipped.",
 )
-flags.DEFINE_list("seq_lengths", ["128", "512"], "--mode=throughput: sequence lengths.")
+flags.DEFINE_list(
+    "max_seq_lengths", ["128", "512"], "--mode=throughput: the max_seq_length values."
+)
 flags.DEFINE_list(
     "accumulation_steps", ["1", "4"], "--mode=throughput: gradient accumulation steps."
 )
@@ -296,11 +298,11 @@ def _peers(config, work):
 
 
 def _throughput(config, work):
-    seq_lengths = cli.positive_ints("seq_lengths", F.seq_lengths)
+    max_seq_lengths = cli.positive_ints("max_seq_lengths", F.max_seq_lengths)
     accumulation = cli.positive_ints("accumulation_steps", F.accumulation_steps)
     batch, pred = F.train_batch_size, F.max_predictions_per_seq
     runs, tokens = {}, {}
-    for seq in seq_lengths:
+    for seq in max_seq_lengths:
         files = _records(work, config, seq, pred)
         for steps in accumulation:
             name = f"seq {seq}, batch {batch} = {steps} x {batch // steps}"
@@ -390,7 +392,7 @@ def main(argv):
     config = AlbertConfig.from_preset(F.preset)
     lengths = [F.max_seq_length]
     if F.mode == "throughput":
-        lengths = cli.positive_ints("seq_lengths", F.seq_lengths)
+        lengths = cli.positive_ints("max_seq_lengths", F.max_seq_lengths)
         for steps in cli.positive_ints("accumulation_steps", F.accumulation_steps):
             if F.train_batch_size % steps:
                 cli.fail(

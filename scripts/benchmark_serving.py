@@ -52,7 +52,7 @@ flags.DEFINE_list(
     ["8:1000:1", "16:2000:1", "16:2000:2"],
     "Server batching settings to measure, max_batch_size:batch_timeout_micros:num_batch_threads.",
 )
-flags.DEFINE_integer("train_seq_length", 128, "max_seq_length for the fine-tuning measurement.")
+flags.DEFINE_integer("train_max_seq_length", 128, "max_seq_length for the fine-tuning measurement.")
 flags.DEFINE_integer("train_batch_size", 16, "Fine-tuning batch size.")
 flags.DEFINE_integer("train_steps", 4, "Timed fine-tuning steps per padding mode (after 1 warmup).")
 flags.DEFINE_string("work_dir", "/tmp/albert_tf_benchmark_serving", "Where exports are written.")
@@ -344,11 +344,11 @@ def _finetune(config, texts, results):
 
     labels = np.arange(len(texts), dtype=np.int32) % 2
     features = Features({"text": np.asarray(texts, dtype=object)}, labels)
-    for name, dynamic in (("dynamic", True), (f"fixed_{FLAGS.train_seq_length}", False)):
+    for name, dynamic in (("dynamic", True), (f"fixed_{FLAGS.train_max_seq_length}", False)):
         model = AlbertClassifier(AlbertModel(config), num_classes=2)
         model.compile(num_train_steps=100)
         pre = AlbertPreprocessor(
-            FLAGS.spm_model_file, seq_length=FLAGS.train_seq_length, dynamic_padding=dynamic
+            FLAGS.spm_model_file, max_seq_length=FLAGS.train_max_seq_length, dynamic_padding=dynamic
         )
         dataset = train_dataset(features, FLAGS.train_batch_size, seed=0, transform=pre)
         model.fit(dataset, epochs=1, steps_per_epoch=1, verbose=0)  # trace + warm up
@@ -385,7 +385,9 @@ def main(argv):
     keras.utils.set_random_seed(0)
     texts = _texts(max(32 * FLAGS.throughput_batches, FLAGS.train_batch_size * 8))
     # Hugging Face's TeX-quote rule, so that the ids compare with its AlbertTokenizer's.
-    fixed = AlbertPreprocessor(FLAGS.spm_model_file, seq_length=FLAGS.fixed_length, tex_quotes=True)
+    fixed = AlbertPreprocessor(
+        FLAGS.spm_model_file, max_seq_length=FLAGS.fixed_length, tex_quotes=True
+    )
     lengths = fixed.token_lengths(texts).numpy()
     config = AlbertConfig.from_preset(FLAGS.preset, vocab_size=fixed.vocab_size)
     model = AlbertClassifier(AlbertModel(config), num_classes=2)

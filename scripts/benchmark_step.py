@@ -19,9 +19,9 @@ setting against best setting. keras-hub, torch and transformers are the `bench` 
 (`pip install -e .[bench]`); a library that is not installed is skipped with a message.
 
     python scripts/benchmark_step.py --preset=albert_base_v2 --layers=12,24 \\
-        --batch_size=16 --seq_length=128 --steps=5
+        --batch_size=16 --max_seq_length=128 --steps=5
     python scripts/benchmark_step.py --preset=albert_tiny --layers=2 --batch_size=4 \\
-        --seq_length=32 --steps=2     # a smoke run in two minutes
+        --max_seq_length=32 --steps=2     # a smoke run in two minutes
 """
 
 import os
@@ -44,7 +44,12 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", "albert_base_v2", "AlbertConfig preset giving the shapes.")
 flags.DEFINE_list("layers", ["12", "24"], "Depths (num_hidden_layers) to measure.")
 flags.DEFINE_integer("batch_size", 16, "Batch size.", lower_bound=1)
-flags.DEFINE_integer("seq_length", 128, "Sequence length.", lower_bound=1)
+flags.DEFINE_integer(
+    "max_seq_length",
+    128,
+    "Length of the input sequences (no padding: all real ids).",
+    lower_bound=1,
+)
 flags.DEFINE_integer(
     "steps", 5, "Timed steady-state steps per model (after the first step).", lower_bound=1
 )
@@ -54,11 +59,11 @@ flags.DEFINE_list("xla", ["off", "on"], "XLA settings of the Keras libraries to 
 
 
 # ----------------------------------------------------------------------------- one step per library
-def _batch(config, batch_size, seq_length):
+def _batch(config, batch_size, max_seq_length):
     import numpy as np
 
     rng = np.random.default_rng(0)
-    ids = rng.integers(5, config.vocab_size, [batch_size, seq_length]).astype("int32")
+    ids = rng.integers(5, config.vocab_size, [batch_size, max_seq_length]).astype("int32")
     return {
         "ids": ids,
         "mask": np.ones_like(ids),
@@ -138,7 +143,7 @@ def settings(precisions, xla_modes):
     return rows + [(DEFAULTS, None)]
 
 
-def run(preset, depths, batch_size, seq_length, steps, libraries, precisions, xla_modes):
+def run(preset, depths, batch_size, max_seq_length, steps, libraries, precisions, xla_modes):
     """{(depth, precision, xla): {library: result}} (see `measure`)."""
     import keras
     import tensorflow as tf
@@ -149,7 +154,7 @@ def run(preset, depths, batch_size, seq_length, steps, libraries, precisions, xl
     table = {}
     for depth in depths:
         config = AlbertConfig.from_preset(preset, num_hidden_layers=depth)
-        batch = _batch(config, batch_size, seq_length)
+        batch = _batch(config, batch_size, max_seq_length)
         for precision, xla in settings(precisions, xla_modes):
             runs = {}
             for library in libraries:
@@ -271,7 +276,7 @@ def main(argv):
         FLAGS.preset,
         depths,
         FLAGS.batch_size,
-        FLAGS.seq_length,
+        FLAGS.max_seq_length,
         FLAGS.steps,
         libraries,
         FLAGS.precisions,
@@ -281,7 +286,7 @@ def main(argv):
     text, notes = markdown(table, libraries)
     print(
         f"\n{FLAGS.preset} shapes, classifier fine-tuning step (forward, backward, optimizer), "
-        f"batch {FLAGS.batch_size} x seq {FLAGS.seq_length}, first step / median of "
+        f"batch {FLAGS.batch_size} x seq {FLAGS.max_seq_length}, first step / median of "
         f"{FLAGS.steps} steady steps; {_versions(libraries)}; {timing.cpu_name()}, "
         f"{os.cpu_count()} CPUs; auto here: {precision_lib.resolve(log=False).log_line()}; "
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after\n"

@@ -146,7 +146,7 @@ def _export_backbone(write_warmup):
         FLAGS.pretrained_dir,
         FLAGS.spm_model_file,
         lower_case=FLAGS.do_lower_case,
-        seq_length=FLAGS.max_seq_length or 128,
+        max_seq_length=FLAGS.max_seq_length or 128,
     )
     return export_backbone(
         model_dir.load_backbone(FLAGS.pretrained_dir),

@@ -8,13 +8,14 @@ original code's `all.txt` (one such JSON per line) is read from that file only.
 Inputs as the original `run_race.py` builds them: article, question and options go through
 `preprocess_text`; each option is joined with its question (it replaces every "_" of a cloze
 question, else "question option"); each choice is `[CLS] article [SEP] qa [SEP]` where the qa
-keeps its LAST `max_qa_length` pieces and the article is cut to fill `seq_length`.
+keeps its LAST `max_qa_length` pieces and the article is cut to fill `max_seq_length`.
 
 >>> qa_texts("the cat sat on the _ .", ["mat", "dog", "sun", "roof"])[0]
 'the cat sat on the mat .'
 >>> qa_texts("where did the cat sit?", ["mat", "dog", "sun", "roof"])[1]
 'where did the cat sit? dog'
->>> pack_choice([10, 11, 12, 13], [20, 21, 22], seq_length=8, max_qa_length=2, cls_id=2, sep_id=3)
+>>> pack_choice([10, 11, 12, 13], [20, 21, 22], max_seq_length=8, max_qa_length=2, cls_id=2,
+...             sep_id=3)
 ([2, 10, 11, 12, 3, 21, 22, 3], 5)
 """
 
@@ -66,19 +67,19 @@ def qa_texts(question, options):
     return [f"{question} {option}" for option in options]
 
 
-def pack_choice(article_ids, qa_ids, seq_length, max_qa_length, cls_id, sep_id):
+def pack_choice(article_ids, qa_ids, max_seq_length, max_qa_length, cls_id, sep_id):
     """([CLS] article [SEP] qa [SEP] ids, length of "[CLS] article [SEP]"): the qa keeps its last
     `max_qa_length` ids, the article its first ones that fit."""
     qa_ids = list(qa_ids)[-max_qa_length:]
-    article_ids = list(article_ids)[: seq_length - 3 - len(qa_ids)]
+    article_ids = list(article_ids)[: max_seq_length - 3 - len(qa_ids)]
     return [cls_id] + article_ids + [sep_id] + qa_ids + [sep_id], len(article_ids) + 2
 
 
-def check_lengths(seq_length, max_qa_length):
-    """ValueError unless 1 <= max_qa_length <= seq_length - 3 (room for the specials)."""
-    if not 1 <= max_qa_length <= seq_length - 3:
+def check_lengths(max_seq_length, max_qa_length):
+    """ValueError unless 1 <= max_qa_length <= max_seq_length - 3 (room for the specials)."""
+    if not 1 <= max_qa_length <= max_seq_length - 3:
         raise ValueError(
-            f"max_qa_length must be in [1, max_seq_length - 3 = {seq_length - 3}], "
+            f"max_qa_length must be in [1, max_seq_length - 3 = {max_seq_length - 3}], "
             f"got {max_qa_length}"
         )
 
@@ -298,7 +299,7 @@ class PackedChoices:
         return {"word_ids": self.word_ids, "segment_lengths": self.segment_lengths}
 
 
-def build_inputs(examples, tokenizer, seq_length, max_qa_length=128):
+def build_inputs(examples, tokenizer, max_seq_length, max_qa_length=128):
     """`PackedChoices` of `examples` with a `SentencePieceTokenizer` (its `lower_case` applies).
 
     >>> tokenizer = SentencePieceTokenizer("30k-clean.model")  # doctest: +SKIP
@@ -306,11 +307,11 @@ def build_inputs(examples, tokenizer, seq_length, max_qa_length=128):
     >>> packed.word_ids.shape  # doctest: +SKIP
     (4887, 4, 512)
     """
-    check_lengths(seq_length, max_qa_length)
+    check_lengths(max_seq_length, max_qa_length)
     lower = tokenizer.lower_case
     dtype = np.uint16 if tokenizer.vocab_size <= np.iinfo(np.uint16).max + 1 else np.int32
     n = len(examples)
-    word_ids = np.full([n, NUM_CHOICES, seq_length], tokenizer.pad_id, dtype)
+    word_ids = np.full([n, NUM_CHOICES, max_seq_length], tokenizer.pad_id, dtype)
     lengths = np.zeros([n, NUM_CHOICES, 2], np.int32)
     article_ids = {}
     truncated_articles = truncated_qas = 0
@@ -326,7 +327,7 @@ def build_inputs(examples, tokenizer, seq_length, max_qa_length=128):
         for choice, qa in enumerate(qa_texts(question, options)):
             qa_ids = tokenizer.encode_ids(qa)
             ids, first = pack_choice(
-                article, qa_ids, seq_length, max_qa_length, tokenizer.cls_id, tokenizer.sep_id
+                article, qa_ids, max_seq_length, max_qa_length, tokenizer.cls_id, tokenizer.sep_id
             )
             truncated_qas += len(qa_ids) > max_qa_length
             truncated_articles += first - 2 < len(article)

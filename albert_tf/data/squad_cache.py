@@ -141,11 +141,11 @@ def write_features(features, path, stats_path):
     tf.io.gfile.rename(tmp, stats_path, overwrite=True)
 
 
-def read_features(path, stats_path, seq_length):
+def read_features(path, stats_path, max_seq_length):
     """`SquadFeatures` from files `write_features` wrote."""
     import tensorflow as tf
 
-    spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in SEQUENCE_FIELDS}
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in SEQUENCE_FIELDS}
     spec.update({name: tf.io.FixedLenFeature([1], tf.int64) for name in ROW_FIELDS})
     parts = {name: [] for name in spec}
     dataset = (

@@ -26,13 +26,13 @@ digit-comma re-split ("9,000," -> "9", ",", "000", ",") to the ids. What still d
 capital sigma ending the text, a Hangul syllable + final jamo, invalid UTF-8, ties between
 equal-score segmentations) is listed in `litert_text`; `token_agreement` measures it.
 
-Packing: `[CLS] a [SEP]` (or `[CLS] a [SEP] b [SEP]`) in exactly `seq_length` positions (fixed
+Packing: `[CLS] a [SEP]` (or `[CLS] a [SEP] b [SEP]`) in exactly `max_seq_length` positions (fixed
 shape). Truncation keeps the first ids of each text: "round_robin" gives the budget
-(`seq_length` - 2 or - 3) one id at a time to each text in turn (the first text gets the odd
+(`max_seq_length` - 2 or - 3) one id at a time to each text in turn (the first text gets the odd
 one; the original ALBERT/BERT pair rule), "longest_first" cuts the longer text first (the
 second gets the odd one); as `SegmentPacker`. The token classifier tokenizes each whitespace-
 separated word on its own, keeps the words whose first piece fits in one window of
-`seq_length` - 2 pieces and tags them (no sliding windows; punctuation is not split off words).
+`max_seq_length` - 2 pieces and tags them (no sliding windows; punctuation is not split off words).
 
 Variants: "float32"; "float16" (weights stored as float16); "int8_dynamic" (dynamic-range:
 int8 weights, float activations); "int8" (integer weights and activations calibrated on a
@@ -91,14 +91,13 @@ class LiteTextInputs:
 
     Args:
         preprocessor: the task's `AlbertPreprocessor` (vocabulary, casing, truncation, ids).
-        max_seq_length: packed length (default: the preprocessor's), the `seq_length`
-            attribute.
+        max_seq_length: packed length (default: the preprocessor's).
     """
 
     def __init__(self, preprocessor, max_seq_length=None):
-        self.seq_length = int(max_seq_length or preprocessor.seq_length)
-        if self.seq_length < 3:
-            raise ValueError(f"seq_length must be >= 3, got {self.seq_length}")
+        self.max_seq_length = int(max_seq_length or preprocessor.max_seq_length)
+        if self.max_seq_length < 3:
+            raise ValueError(f"max_seq_length must be >= 3, got {self.max_seq_length}")
         self.lower_case = preprocessor.lower_case
         self.tex_quotes = preprocessor.tex_quotes
         self.truncation = preprocessor.truncation
@@ -121,7 +120,7 @@ class LiteTextInputs:
 
     def _kept(self, lengths):
         """Ids kept of each segment (int32 [B] each) under the truncation rule."""
-        budget = self.seq_length - 1 - len(lengths)
+        budget = self.max_seq_length - 1 - len(lengths)
         if len(lengths) == 1:
             return [tf.minimum(lengths[0], budget)]
         a, b = lengths
@@ -133,13 +132,13 @@ class LiteTextInputs:
         return [tf.minimum(a, budget - keep_b), keep_b]
 
     def __call__(self, text, text_pair=None):
-        """tf.string [B] (and [B]) -> dict of int32 [B, seq_length] model inputs."""
+        """tf.string [B] (and [B]) -> dict of int32 [B, max_seq_length] model inputs."""
         segments = [self.tokenize(text)] + (
             [self.tokenize(text_pair)] if text_pair is not None else []
         )
         starts = [splits[:-1] for _, splits in segments]
         kept = self._kept([splits[1:] - splits[:-1] for _, splits in segments])
-        position = tf.range(self.seq_length)[tf.newaxis, :]  # [1, S]
+        position = tf.range(self.max_seq_length)[tf.newaxis, :]  # [1, S]
         word_ids = tf.zeros_like(position) + self.pad_id
         type_ids = tf.zeros_like(position)
         offset = tf.ones_like(kept[0])[:, tf.newaxis]  # after [CLS]: [B, 1]
@@ -165,7 +164,7 @@ class LiteTextInputs:
 
     def pack_words(self, text):
         """Words of each text, each tokenized on its own ([unk] when it gives no piece), in one
-        window: (model inputs [B, S], first-piece position int32 [N] (seq_length when the word
+        window: (model inputs [B, S], first-piece position int32 [N] (max_seq_length when the word
         does not fit), word row_splits int32 [B + 1])."""
         words, word_splits = self.words(text)
         values, splits = self.tokenize(words)
@@ -176,8 +175,8 @@ class LiteTextInputs:
         bounds = tf.gather(tf.concat([[0], ends], axis=0), word_splits)  # [B + 1]
         row = dense.row_ids(word_splits, tf.size(lengths))
         first = 1 + begins - tf.gather(bounds, row)
-        budget = self.seq_length - 2
-        first = tf.where(first <= budget, first, self.seq_length)
+        budget = self.max_seq_length - 2
+        first = tf.where(first <= budget, first, self.max_seq_length)
         # Piece p (0-based) of text b is global piece bounds[b] + p, in word w = the last word
         # with begins[w] <= it.
         local = tf.range(budget)[tf.newaxis, :]
@@ -204,11 +203,11 @@ class LiteTextInputs:
         )
         word_ids = tf.concat([ones * self.cls_id, body, ones * self.pad_id], axis=1)
         word_ids = tf.where(
-            tf.equal(tf.range(self.seq_length)[tf.newaxis], keep[:, None] + 1),
+            tf.equal(tf.range(self.max_seq_length)[tf.newaxis], keep[:, None] + 1),
             self.sep_id,
             word_ids,
         )
-        mask = tf.cast(tf.range(self.seq_length)[tf.newaxis] < keep[:, None] + 2, tf.int32)
+        mask = tf.cast(tf.range(self.max_seq_length)[tf.newaxis] < keep[:, None] + 2, tf.int32)
         inputs = {
             "input_word_ids": word_ids,
             "input_mask": mask,
@@ -242,7 +241,7 @@ def _token_classifier_fn(model, inputs):
         packed, first, word_splits = inputs.pack_words(text)
         logits = tf.cast(model(packed, training=False), tf.float32)  # [B, S, C]
         num_words = word_splits[1:] - word_splits[:-1]
-        tagged = first < inputs.seq_length
+        tagged = first < inputs.max_seq_length
         # Words per text that fit in the window (they are a prefix of the text's words).
         row = dense.row_ids(word_splits, tf.size(first))
         count = tf.math.unsorted_segment_sum(tf.cast(tagged, tf.int32), row, tf.size(num_words))
@@ -470,7 +469,7 @@ def reference_outputs(fn_or_model, preprocessor, columns, max_seq_length=None, b
     (the token classifier: the same graph on TensorFlow kernels)."""
     import numpy as np
 
-    pre = preprocessor.with_padding(False, max_seq_length or preprocessor.seq_length)
+    pre = preprocessor.with_padding(False, max_seq_length or preprocessor.max_seq_length)
     outputs = {}
     count = len(next(iter(columns.values())))
     for start in range(0, count, batch_size):
@@ -524,7 +523,7 @@ def token_agreement(preprocessor, texts, max_seq_length=None):
     import numpy as np
 
     lite = LiteTextInputs(preprocessor, max_seq_length)
-    pre = preprocessor.with_padding(False, lite.seq_length)
+    pre = preprocessor.with_padding(False, lite.max_seq_length)
     same = 0
     for start in range(0, len(texts), 256):
         batch = tf.constant(texts[start : start + 256], tf.string)
@@ -593,7 +592,7 @@ def text_spec(
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
     del max_windows
-    max_seq_length = int(max_seq_length or preprocessor.seq_length)
+    max_seq_length = int(max_seq_length or preprocessor.max_seq_length)
     fn = serving_function(model, preprocessor, max_seq_length, pair)
     dev, labels = texts("dev", max_eval_examples)
     same_graph = isinstance(model, AlbertTokenClassifier)
@@ -760,7 +759,7 @@ def format_report(report):
     """A text classifier's report as a text table (one line per variant)."""
     tokenizer = next(iter(report["variants"].values()), {}).get("text_ops_bytes")
     lines = [
-        f"{report['task']} ({report['kind']}), seq_length {report['seq_length']}, "
+        f"{report['task']} ({report['kind']}), max_seq_length {report['seq_length']}, "
         f"{report['eval_examples']} dev examples; token ids equal to AlbertPreprocessor's "
         f"on {100 * report['token_agreement']:.1f}% of them"
         + ("" if tokenizer is None else f"; tokenizer {tokenizer:,} bytes of each file")

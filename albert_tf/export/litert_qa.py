@@ -373,7 +373,7 @@ def squad_preprocessor(spm_model, settings):
     return AlbertPreprocessor(
         spm_model,
         lower_case=settings.lower_case,
-        seq_length=settings.max_seq_length,
+        max_seq_length=settings.max_seq_length,
         tex_quotes=settings.tex_quotes,
     )
 
@@ -573,7 +573,7 @@ def format_report(report):
     variants = report["variants"]
     truncated = next(iter(variants.values()), {}).get("truncated", 0.0)
     lines = [
-        f"{report['task']} ({report['kind']}), seq_length {report['seq_length']}, "
+        f"{report['task']} ({report['kind']}), max_seq_length {report['seq_length']}, "
         f"{report['max_windows']} windows of doc_stride {report['doc_stride']}, "
         f"{report['eval_examples']} dev questions ({100 * truncated:.1f}% of contexts "
         "truncated)" + litert.passes_note(report),

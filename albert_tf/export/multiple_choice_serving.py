@@ -90,7 +90,7 @@ def pack_choices(
     article,
     question,
     options,
-    seq_length,
+    max_seq_length,
     max_qa_length,
     cls_id,
     sep_id,
@@ -100,12 +100,12 @@ def pack_choices(
 ):
     """Raw article [B], question [B], options [B, 4] -> the model's int32 inputs [B, 4, L]
     (`albert_tf.data.race.build_inputs` in the graph; L = the longest choice rounded up to
-    `bucket`, at most `seq_length`). `tokenizer` is a `TextTokenizer`.
+    `bucket`, at most `max_seq_length`). `tokenizer` is a `TextTokenizer`.
 
     >>> inputs = pack_choices(TextTokenizer("30k-clean.model"), article, question, options,
     ...                       512, 128, cls_id=2, sep_id=3)  # doctest: +SKIP
     """
-    check_lengths(seq_length, max_qa_length)
+    check_lengths(max_seq_length, max_qa_length)
     article = tf.convert_to_tensor(article, tf.string)
     question = tf.convert_to_tensor(question, tf.string)
     options = tf.convert_to_tensor(options, tf.string)
@@ -133,13 +133,13 @@ def pack_choices(
     qa_lengths = qa_ids.row_lengths()
     qa_ids = _keep(qa_ids, tf.maximum(qa_lengths - max_qa_length, 0), qa_lengths)
     article_ids = tf.gather(ids[:batch], tf.repeat(tf.range(batch), NUM_CHOICES))
-    budget = seq_length - 3 - qa_ids.row_lengths()
+    budget = max_seq_length - 3 - qa_ids.row_lengths()
     article_ids = _keep(article_ids, tf.zeros_like(budget), budget)
     ids, type_ids = tft.combine_segments(
         [article_ids, qa_ids], start_of_sequence_id=cls_id, end_of_segment_id=sep_id
     )
     longest = tf.reduce_max(tf.concat([ids.row_lengths(), [3]], axis=0))
-    length = tf.minimum((longest + bucket - 1) // bucket * bucket, seq_length)
+    length = tf.minimum((longest + bucket - 1) // bucket * bucket, max_seq_length)
     shape = tf.stack([ids.nrows(), length])
 
     def dense(values, default):
@@ -168,7 +168,7 @@ def choice_head(model):
     return body
 
 
-def choices_body(model, tokenizer, special_ids, lower_case, seq_length, max_qa_length):
+def choices_body(model, tokenizer, special_ids, lower_case, max_seq_length, max_qa_length):
     """serve(article [B], question [B], options [B, 4]) -> the serving_default outputs:
     `pack_choices` with `tokenizer` (a `TextTokenizer`) and `special_ids` (an
     `AlbertPreprocessor`'s), then `choice_head`; also `AlbertMultipleChoice.predict` on raw
@@ -182,7 +182,7 @@ def choices_body(model, tokenizer, special_ids, lower_case, seq_length, max_qa_l
                 article,
                 question,
                 options,
-                seq_length,
+                max_seq_length,
                 max_qa_length,
                 special_ids["cls_id"],
                 special_ids["sep_id"],
@@ -208,7 +208,7 @@ def export_multiple_choice(
     Args:
         model: a trained `AlbertMultipleChoice` (4 choices).
         preprocessor: the task's `AlbertPreprocessor` (vocabulary, casing, special ids and, by
-            default, seq_length).
+            default, max_seq_length).
         export_dir: base directory (local or gs://); versions are integer subdirectories.
         max_qa_length: pieces kept from the end of each question + option.
         max_seq_length: the longest packed choice (default: the preprocessor's).
@@ -226,7 +226,7 @@ def multiple_choice_spec(model, preprocessor, max_qa_length=128, max_seq_length=
             f"export_multiple_choice needs an AlbertMultipleChoice with "
             f"{NUM_CHOICES} choices, got {type(model).__name__}"
         )
-    max_seq_length = int(max_seq_length or preprocessor.seq_length)
+    max_seq_length = int(max_seq_length or preprocessor.max_seq_length)
     check_lengths(max_seq_length, max_qa_length)
     max_positions = model.backbone.config.max_position_embeddings
     if max_seq_length > max_positions:

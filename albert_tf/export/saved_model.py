@@ -17,7 +17,7 @@ gets the trained weights: "float32" (default; a mixed_bfloat16 or TPU-trained mo
 float32) or "bfloat16" (bfloat16 weights and matmuls, float32 outputs: faster on CPUs with
 AVX512-BF16 or AMX; `measure_agreement` states how far it is from float32).
 The preprocessor pads each request batch to its longest text (rounded up to a
-multiple of 8), so a short sentence does not pay for `seq_length` positions. The export needs
+multiple of 8), so a short sentence does not pay for `max_seq_length` positions. The export needs
 only TensorFlow and TensorFlow Text ops, which stock TF Serving links.
 `assets.extra/tf_serving_warmup_requests` holds a few requests (when tensorflow-serving-api is
 installed) and `assets.extra/albert_tf.json` describes the export.
@@ -346,7 +346,7 @@ def _description(kind, preprocessor, pair, signatures, **extra):
         "kind": kind,
         "signatures": signatures,
         "pair": pair,
-        "seq_length": preprocessor.seq_length,
+        "seq_length": preprocessor.max_seq_length,
         "lower_case": preprocessor.lower_case,
         "tex_quotes": preprocessor.tex_quotes,
         "truncation": preprocessor.truncation,
@@ -401,11 +401,11 @@ def export_classifier(
     Args:
         classifier: a trained `AlbertClassifier`.
         preprocessor: the `AlbertPreprocessor` used for training (its vocabulary, casing,
-            seq_length and truncation are exported).
+            max_seq_length and truncation are exported).
         export_dir: base directory (local or gs://); versions are integer subdirectories.
         pair: serving_default and encode take `text` and `text_pair`.
         version: integer version (default: one more than the highest existing).
-        dynamic_padding: pad each request batch to its longest text instead of seq_length.
+        dynamic_padding: pad each request batch to its longest text instead of max_seq_length.
         write_warmup: True, False, or "auto" (write when tensorflow-serving-api is installed).
         compute_dtype: "float32" or "bfloat16" (bfloat16 weights and matmuls: faster on CPUs
             with AVX512-BF16 or AMX; outputs stay float32).

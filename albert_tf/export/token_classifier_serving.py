@@ -115,11 +115,11 @@ def _padded(values, pad):
     return values.to_tensor(default_value=pad)
 
 
-def _word_probabilities(model, words_tokenizer, words, seq_length, stride):
+def _word_probabilities(model, words_tokenizer, words, max_seq_length, stride):
     """Ragged words [B, (W)] -> float32 ragged [B, (W), C] tag probabilities."""
     windows = word_windows(
         words_tokenizer(words),
-        seq_length,
+        max_seq_length,
         stride,
         words_tokenizer.cls_id,
         words_tokenizer.sep_id,
@@ -155,16 +155,16 @@ def _entity_outputs(text, split, tags, word_score, labels):
     return outputs
 
 
-def entity_body(model, words_tokenizer, labels, seq_length, stride):
+def entity_body(model, words_tokenizer, labels, max_seq_length, stride):
     """serve(text [B]) -> the serving_default outputs (see the module docstring) of `model` with
-    `words_tokenizer` (a `WordTokenizer`), tag names `labels` and windows of `seq_length`,
+    `words_tokenizer` (a `WordTokenizer`), tag names `labels` and windows of `max_seq_length`,
     `stride` apart; also `AlbertTokenClassifier.predict` on raw text."""
     names = tf.constant(labels, tf.string)
 
     def serve(text):
         split = split_words(text)
         probabilities = _word_probabilities(
-            model, words_tokenizer, split["words"], seq_length, stride
+            model, words_tokenizer, split["words"], max_seq_length, stride
         )
         tag = tf.argmax(probabilities.values, axis=-1)
         tags = probabilities.with_values(tag)  # ragged [B, (W)]
@@ -249,7 +249,7 @@ def token_classifier_spec(
             f"labels=[...] or build the model with labels, got {labels}"
         )
     if max_seq_length is None:
-        max_seq_length = getattr(tokenizer, "seq_length", None)
+        max_seq_length = getattr(tokenizer, "max_seq_length", None)
         if max_seq_length is None:
             raise ValueError("max_seq_length is required unless tokenizer is an AlbertPreprocessor")
     _, stride = window_sizes(max_seq_length, stride)

@@ -171,7 +171,7 @@ class SentenceClassificationTask(FinetuneTask):
         self.preprocessor = AlbertPreprocessor(
             spm_model,
             lower_case=lower_case,
-            seq_length=max_seq_length,
+            max_seq_length=max_seq_length,
             truncation=self.data.truncation,
             dynamic_padding=not static_shapes if dynamic is None else dynamic,
             tex_quotes=tex_quotes,
@@ -181,7 +181,7 @@ class SentenceClassificationTask(FinetuneTask):
         self.spec, self.splits = load_task_splits(self.data, splits, self.seed)
         for split, examples in self.splits.items():
             self.lengths[split] = sequence_lengths(examples, self.preprocessor)
-            truncated = int(np.sum(self.lengths[split] > self.preprocessor.seq_length))
+            truncated = int(np.sum(self.lengths[split] > self.preprocessor.max_seq_length))
             logging.info(
                 "%s: %d examples from %s; %d (%.1f%%) longer than max_seq_length=%d are truncated",
                 split,
@@ -189,7 +189,7 @@ class SentenceClassificationTask(FinetuneTask):
                 examples.source,
                 truncated,
                 100.0 * truncated / len(examples),
-                self.preprocessor.seq_length,
+                self.preprocessor.max_seq_length,
             )
 
     def build_model(self, backbone, dropout=0.1):

@@ -93,7 +93,7 @@ class RaceTask(FinetuneTask):
             lower_case=self.preprocessor.lower_case,
             tex_quotes=self.preprocessor.tex_quotes,
         )
-        seq_length = self.preprocessor.seq_length
+        max_seq_length = self.preprocessor.max_seq_length
         for split in ("train", "dev", "test"):
             if split not in splits:
                 continue
@@ -105,7 +105,7 @@ class RaceTask(FinetuneTask):
                 labelled=split != "test",
             )
             began = time.time()
-            packed = race.build_inputs(examples, tokenizer, seq_length, self.data.max_qa_length)
+            packed = race.build_inputs(examples, tokenizer, max_seq_length, self.data.max_qa_length)
             choices = len(examples) * race.NUM_CHOICES
             logging.info(
                 "%s: %d questions (%d middle, %d high) on %d articles from %s; of %d "
@@ -120,7 +120,7 @@ class RaceTask(FinetuneTask):
                 choices,
                 packed.truncated_articles,
                 100.0 * packed.truncated_articles / max(choices, 1),
-                seq_length,
+                max_seq_length,
                 packed.truncated_qas,
                 self.data.max_qa_length,
                 time.time() - began,
@@ -237,7 +237,7 @@ class RaceTask(FinetuneTask):
         from albert_tf.export.multiple_choice_serving import multiple_choice_spec
         from albert_tf.export.serving_spec import ServingSpec
 
-        max_seq_length = max_seq_length or self.preprocessor.seq_length
+        max_seq_length = max_seq_length or self.preprocessor.max_seq_length
         try:
             race.check_lengths(max_seq_length, self.data.max_qa_length)
         except ValueError:

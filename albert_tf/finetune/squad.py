@@ -61,7 +61,7 @@ def _preprocessor(spm_model, settings):
     return AlbertPreprocessor(
         spm_model,
         lower_case=settings.lower_case,
-        seq_length=settings.max_seq_length,
+        max_seq_length=settings.max_seq_length,
         tex_quotes=settings.tex_quotes,
     )
 

@@ -78,7 +78,7 @@ class TokenClassificationTask(FinetuneTask):
         try:
             window_sizes(max_seq_length, self.data.stride)
         except ValueError as e:
-            raise InvalidFlagError(f"--{e}".replace("--seq_length", "--max_seq_length")) from None
+            raise InvalidFlagError(f"--{e}") from None
         super().configure_text(spm_model, lower_case, max_seq_length, static_shapes, tex_quotes)
 
     def _read(self, split, path):
@@ -136,7 +136,10 @@ class TokenClassificationTask(FinetuneTask):
             if sentences.tags is not None:
                 self.tag_ids[split] = conll.tags_to_ids(sentences.tags, self.labels, sentences)
             windows = WordWindows.build(
-                sentences.words, self.preprocessor, self.preprocessor.seq_length, self.data.stride
+                sentences.words,
+                self.preprocessor,
+                self.preprocessor.max_seq_length,
+                self.data.stride,
             )
             self.windows[split] = windows
             logging.info(
@@ -148,7 +151,7 @@ class TokenClassificationTask(FinetuneTask):
                 sentences.source,
                 sentences.scheme or "no",
                 windows.num_windows,
-                windows.seq_length,
+                windows.max_seq_length,
                 windows.num_long_sentences,
             )
         logging.info("Tags (%d): %s", len(self.labels), ", ".join(self.labels))
@@ -165,7 +168,7 @@ class TokenClassificationTask(FinetuneTask):
         return Features(windows.inputs, labels)
 
     def sequence_lengths(self, split):
-        """Per sentence, its longest window's pieces with [CLS]/[SEP] (at most seq_length)."""
+        """Per sentence, its longest window's pieces with [CLS]/[SEP] (at most max_seq_length)."""
         windows = self.windows[split]
         longest = np.zeros(len(self.sentences[split]), np.int64)
         np.maximum.at(longest, windows.window_sentence, windows.input_mask.sum(axis=-1))
@@ -207,7 +210,7 @@ class TokenClassificationTask(FinetuneTask):
     # ------------------------------------------------------------------ outputs
     def postprocess(self, outputs, split):
         windows, outputs = self.windows[split], np.asarray(outputs)
-        missing = windows.seq_length - outputs.shape[1]  # batches cut to the split's longest
+        missing = windows.max_seq_length - outputs.shape[1]  # batches cut to the split's longest
         if missing > 0:
             outputs = np.pad(outputs, [(0, 0), (0, missing), (0, 0)])
         per_sentence = word_logits(windows, outputs)
@@ -278,7 +281,7 @@ class TokenClassificationTask(FinetuneTask):
             token_classifier_serving.token_classifier_spec,
             model,
             self.preprocessor,
-            max_seq_length or self.preprocessor.seq_length,
+            max_seq_length or self.preprocessor.max_seq_length,
             self.data.stride if not max_seq_length else None,
             self.labels,
         )

@@ -144,7 +144,7 @@ class FinetuneTask(abc.ABC):
         from albert_tf.models.preprocessor import AlbertPreprocessor
 
         self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, seq_length=max_seq_length, tex_quotes=tex_quotes
+            spm_model, lower_case=lower_case, max_seq_length=max_seq_length, tex_quotes=tex_quotes
         )
 
     @property
@@ -165,7 +165,7 @@ class FinetuneTask(abc.ABC):
     def sequence_lengths(self, split):
         """int array, one entry per example of a loaded split: its length in SentencePiece
         pieces with [CLS]/[SEP] (the longest of its model rows where the task truncates or
-        windows it, so at most the configured seq_length); None when the task cannot tell.
+        windows it, so at most the configured max_seq_length); None when the task cannot tell.
         Must not be below the real length of any of the split's model rows: the runner pads
         evaluation batches to the split's longest."""
         return None
@@ -336,11 +336,13 @@ def preprocessor_of(description, directory=None):
     import keras
 
     from albert_tf.models.preprocessor import AlbertPreprocessor
+    from albert_tf.text.preprocessing_layers import renamed_config
 
     entry = description["preprocessor"]
     if "class_name" in entry:  # a serialized layer, the model inside
         return keras.saving.deserialize_keras_object(entry)
-    return AlbertPreprocessor(**{**entry, "spm_model": spm_model_of(description, directory)})
+    settings = renamed_config(entry)  # older files say "seq_length"
+    return AlbertPreprocessor(**{**settings, "spm_model": spm_model_of(description, directory)})
 
 
 # ----------------------------------------------------------------------------- result tables

@@ -59,7 +59,7 @@ class AlbertClassifier(AlbertHeadModel):
         >>> model = AlbertClassifier(
         ...     AlbertModel(AlbertConfig.from_preset("albert_tiny", vocab_size=1000)),
         ...     labels=["no", "ok"],
-        ...     preprocessor=AlbertPreprocessor("30k-clean.model", seq_length=16))
+        ...     preprocessor=AlbertPreprocessor("30k-clean.model", max_seq_length=16))
         >>> out = model.predict(["a great film", "dull"], verbose=0)
         >>> out["probabilities"].shape, out["label_name"].shape
         ((2, 2), (2,))

@@ -162,9 +162,9 @@ class AlbertHeadModel(keras.Model):
     """
 
     default_name = "albert_head_model"
-    #: The seq_length of the preprocessor `from_pretrained` attaches (capped at the model's
+    #: The max_seq_length of the preprocessor `from_pretrained` attaches (capped at the model's
     #: max_position_embeddings).
-    default_seq_length = 128
+    default_max_seq_length = 128
     #: The subclass' raw-text examples (`text_inputs.TextForm`); None: ids only.
     text_form = None
     #: Keyword arguments of fit / evaluate / predict on raw text, with their defaults.
@@ -265,7 +265,7 @@ class AlbertHeadModel(keras.Model):
         """The preprocessor `from_pretrained` attaches: `preprocessor` itself when it is an
         `AlbertPreprocessor`; None for None / False; for "auto" (or True, which requires one),
         `AlbertPreprocessor.from_pretrained(directory)` when the directory has its spm.model,
-        with `max_seq_length` (default `default_seq_length`, at most the model's
+        with `max_seq_length` (default `default_max_seq_length`, at most the model's
         max_position_embeddings) and dynamic padding except on TPU (static shapes)."""
         if preprocessor is None or preprocessor is False:
             return None
@@ -282,11 +282,11 @@ class AlbertHeadModel(keras.Model):
         from albert_tf.precision import device_kind
 
         if max_seq_length is None:
-            max_seq_length = cls.default_seq_length
+            max_seq_length = cls.default_max_seq_length
             if config is not None:
                 max_seq_length = min(max_seq_length, config.max_position_embeddings)
         return AlbertPreprocessor.from_pretrained(
-            directory, seq_length=max_seq_length, dynamic_padding=device_kind() != "TPU"
+            directory, max_seq_length=max_seq_length, dynamic_padding=device_kind() != "TPU"
         )
 
     @classmethod

@@ -58,7 +58,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
     right option's index or letter ("A".."D"). `predict` returns the export's serving_default
     outputs (`albert_tf.export.multiple_choice_serving.choices_body`): "probabilities" [N, 4] and
     "answer" [N] (the chosen option's index). Option: max_qa_length (pieces kept from the end
-    of question + option; default min(128, (seq_length - 3) // 2)).
+    of question + option; default min(128, (max_seq_length - 3) // 2)).
 
     Example:
         >>> model = AlbertMultipleChoice.from_pretrained("pretrained/")  # doctest: +SKIP
@@ -69,7 +69,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
     """
 
     default_name = "albert_multiple_choice"
-    default_seq_length = 512
+    default_max_seq_length = 512
     text_form = TextForm(
         ("article", "question", "options"),
         required=3,
@@ -144,17 +144,17 @@ class AlbertMultipleChoice(AlbertHeadModel):
 
     # ------------------------------------------------------------------ raw text
     def _text_settings(self, options):
-        """(seq_length, max_qa_length) of the raw-text path."""
+        """(max_seq_length, max_qa_length) of the raw-text path."""
         if self.num_choices != len(LETTERS):
             raise ValueError(
                 f"raw text takes {len(LETTERS)} options per question (as the export); this "
                 f"model has num_choices={self.num_choices}"
             )
-        seq_length = self.preprocessor.seq_length
+        max_seq_length = self.preprocessor.max_seq_length
         max_qa_length = options["max_qa_length"]
         if max_qa_length is None:
-            max_qa_length = min(128, (seq_length - 3) // 2)
-        return seq_length, max_qa_length
+            max_qa_length = min(128, (max_seq_length - 3) // 2)
+        return max_seq_length, max_qa_length
 
     def text_labels(self, y, columns):
         return np.asarray(python_label_ids(list(y), list(LETTERS), type(self).__name__))
@@ -162,11 +162,11 @@ class AlbertMultipleChoice(AlbertHeadModel):
     def encode_text(self, options):
         from albert_tf.export.multiple_choice_serving import BUCKET, pack_choices
 
-        seq_length, max_qa_length = self._text_settings(options)
+        max_seq_length, max_qa_length = self._text_settings(options)
         pre = self.preprocessor
         special = pre.special_ids
-        # Fixed padding (TPU): one bucket of seq_length pads every batch to it.
-        bucket = BUCKET if pre.dynamic_padding else seq_length
+        # Fixed padding (TPU): one bucket of max_seq_length pads every batch to it.
+        bucket = BUCKET if pre.dynamic_padding else max_seq_length
 
         def encode(columns, y):
             ids = pack_choices(
@@ -174,7 +174,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
                 columns["article"],
                 columns["question"],
                 columns["options"],
-                seq_length,
+                max_seq_length,
                 max_qa_length,
                 special["cls_id"],
                 special["sep_id"],
@@ -189,10 +189,10 @@ class AlbertMultipleChoice(AlbertHeadModel):
     def text_predict_function(self, options):
         from albert_tf.export.multiple_choice_serving import choices_body
 
-        seq_length, max_qa_length = self._text_settings(options)
+        max_seq_length, max_qa_length = self._text_settings(options)
         pre = self.preprocessor
         body = choices_body(
-            self, pre.tokenizer, pre.special_ids, pre.lower_case, seq_length, max_qa_length
+            self, pre.tokenizer, pre.special_ids, pre.lower_case, max_seq_length, max_qa_length
         )
         return lambda columns: body(columns["article"], columns["question"], columns["options"])
 

@@ -5,11 +5,11 @@ equal to the Python tokenizer) and `SegmentPacker` ([CLS] a [SEP] (b [SEP]), tru
 padding). The same layer runs in `tf.data.Dataset.map` while fine-tuning and inside the exported
 SavedModel, so training and serving tokenize identically.
 
-Padding: `dynamic_padding=False` pads every batch to `seq_length` (static shapes, needed on TPU);
-`dynamic_padding=True` pads to the longest sequence of the batch rounded up to a multiple of
+Padding: `dynamic_padding=False` pads every batch to `max_seq_length` (static shapes, needed on
+TPU); `dynamic_padding=True` pads to the longest sequence of the batch rounded up to a multiple of
 `bucket`, which is much faster when texts are short.
 
->>> pre = AlbertPreprocessor("30k-clean.model", seq_length=128)
+>>> pre = AlbertPreprocessor("30k-clean.model", max_seq_length=128)
 >>> inputs = pre({"text": ["A first sentence."], "text_pair": ["Its pair."]})
 >>> sorted(inputs)
 ['input_mask', 'input_type_ids', 'input_word_ids']
@@ -20,7 +20,12 @@ import base64
 import keras
 import tensorflow as tf
 
-from albert_tf.text.preprocessing_layers import TRUNCATIONS, SegmentPacker, TextTokenizer
+from albert_tf.text.preprocessing_layers import (
+    TRUNCATIONS,
+    SegmentPacker,
+    TextTokenizer,
+    renamed_config,
+)
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 _EXPECTED = (
@@ -37,12 +42,12 @@ class AlbertPreprocessor(keras.layers.Layer):
     Args:
         spm_model: SentencePiece model: a path (local or gs://) or the serialized bytes.
         lower_case: lowercase while normalizing (True for the released uncased models).
-        seq_length: maximum sequence length including [CLS] and [SEP]s.
+        max_seq_length: maximum sequence length including [CLS] and [SEP]s.
         truncation: "round_robin" (for pairs this is the original GLUE code's rule: drop from
             the end of the longer text) or "longest_first" (tensorflow-text's
             ShrinkLongestTrimmer; ties cut the first text). See `SegmentPacker`.
         dynamic_padding: pad to the batch's longest sequence (rounded up to `bucket`) instead of
-            `seq_length`.
+            `max_seq_length`.
         bucket: padded lengths are multiples of this with dynamic padding.
         tex_quotes: replace the TeX quotes `` and '' with " while normalizing, as Hugging
             Face's `AlbertTokenizer` does (False: the original ALBERT, which keeps them).
@@ -57,7 +62,7 @@ class AlbertPreprocessor(keras.layers.Layer):
     the shapes it takes.
 
     Example:
-        >>> pre = AlbertPreprocessor("30k-clean.model", seq_length=32)
+        >>> pre = AlbertPreprocessor("30k-clean.model", max_seq_length=32)
         >>> pre(tf.constant(["Hello world!"]))["input_word_ids"].shape
         TensorShape([1, 32])
         >>> pre(["Hello world!", "Two texts."])["input_word_ids"].shape
@@ -71,7 +76,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         self,
         spm_model,
         lower_case=True,
-        seq_length=128,
+        max_seq_length=128,
         truncation="round_robin",
         dynamic_padding=False,
         bucket=8,
@@ -83,9 +88,10 @@ class AlbertPreprocessor(keras.layers.Layer):
         # String inputs: no float autocasting or tensor conversion of the (dict) argument.
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        if not isinstance(seq_length, int) or seq_length < 3:
+        if not isinstance(max_seq_length, int) or max_seq_length < 3:
             raise ValueError(
-                f"seq_length must be an integer >= 3 ([CLS] a [SEP] b [SEP]), got {seq_length!r}"
+                "max_seq_length must be an integer >= 3 ([CLS] a [SEP] b [SEP]), "
+                f"got {max_seq_length!r}"
             )
         if truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
@@ -99,7 +105,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         )
         self.model_proto = python_tokenizer.model_proto
         self.source = python_tokenizer.source  # the .model path (None after from_config)
-        self.seq_length = seq_length
+        self.max_seq_length = max_seq_length
         self.truncation = truncation
         self.dynamic_padding = bool(dynamic_padding)
         self.bucket = bucket
@@ -117,7 +123,7 @@ class AlbertPreprocessor(keras.layers.Layer):
             name="tokenizer",
         )
         self.packer = SegmentPacker(
-            seq_length,
+            max_seq_length,
             cls_id=python_tokenizer.cls_id,
             sep_id=python_tokenizer.sep_id,
             pad_id=python_tokenizer.pad_id,
@@ -198,17 +204,16 @@ class AlbertPreprocessor(keras.layers.Layer):
         return self.tokenizer(tf.convert_to_tensor(texts, tf.string)).row_lengths()
 
     def with_padding(self, dynamic_padding, max_seq_length=None):
-        """A copy of this preprocessor with another padding mode (and maybe `max_seq_length`, its
-        `seq_length`)."""
+        """A copy of this preprocessor with another padding mode (and maybe `max_seq_length`)."""
         config = self.get_config()
         config.update(dynamic_padding=dynamic_padding, name=f"{self.name}_copy")
         if max_seq_length is not None:
-            config["seq_length"] = max_seq_length
+            config["max_seq_length"] = max_seq_length
         return type(self).from_config(config)
 
     def compute_output_spec(self, inputs):
         first = self._segment_list(inputs)[0]
-        length = None if self.dynamic_padding else self.seq_length
+        length = None if self.dynamic_padding else self.max_seq_length
         # One KerasTensor per output: a shared one would make every output of a functional
         # model built on this layer the same tensor.
         return {
@@ -221,7 +226,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         config.update(
             spm_model=base64.b64encode(self.model_proto).decode("ascii"),
             lower_case=self.lower_case,
-            seq_length=self.seq_length,
+            max_seq_length=self.max_seq_length,
             truncation=self.truncation,
             dynamic_padding=self.dynamic_padding,
             bucket=self.bucket,
@@ -231,7 +236,7 @@ class AlbertPreprocessor(keras.layers.Layer):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        config = renamed_config(config)
         if isinstance(config.get("spm_model"), str):
             config["spm_model"] = base64.b64decode(config["spm_model"])
         return cls(**config)

@@ -73,15 +73,15 @@ class _SquadModel(AlbertHeadModel):
     without an answer), or a list of SQuAD answers {"text", "answer_start"}; the windows and
     their start / end positions are built as the SQuAD task builds them
     (`albert_tf.data.squad_features.build_features`). Options (keyword arguments of fit / evaluate /
-    predict): doc_stride (default min(128, seq_length // 3)), max_query_length (default
-    min(64, seq_length // 2)), and for predict n_best_size (20), max_answer_length (30) and
+    predict): doc_stride (default min(128, max_seq_length // 3)), max_query_length (default
+    min(64, max_seq_length // 2)), and for predict n_best_size (20), max_answer_length (30) and
     null_threshold (v2, 0.0), as `export_question_answerer`'s.
     """
 
     num_classes_fixed = 2  # the width of `logits`
     position_biases = ("logits",)  # dense layers whose bias shifts all positions alike
     window_inputs = ()  # arrays of the raw-text windows the model reads besides the ids
-    default_seq_length = 384
+    default_max_seq_length = 384
     text_form = text_inputs.TextForm(
         ("question", "context"),
         required=2,
@@ -157,12 +157,12 @@ class _SquadModel(AlbertHeadModel):
         from albert_tf.data.squad_features import FeatureSettings
 
         pre = self.preprocessor
-        seq_length = pre.seq_length
+        max_seq_length = pre.max_seq_length
         doc_stride, query = options["doc_stride"], options["max_query_length"]
         return FeatureSettings(
-            max_seq_length=seq_length,
-            doc_stride=min(128, seq_length // 3) if doc_stride is None else doc_stride,
-            max_query_length=min(64, seq_length // 2) if query is None else query,
+            max_seq_length=max_seq_length,
+            doc_stride=min(128, max_seq_length // 3) if doc_stride is None else doc_stride,
+            max_query_length=min(64, max_seq_length // 2) if query is None else query,
             lower_case=pre.lower_case,
             tex_quotes=pre.tex_quotes,
         )

@@ -87,7 +87,7 @@ class AlbertTokenClassifier(AlbertHeadModel):
     Raw text (with a preprocessor), as the token-classification task and the entities export
     see it: a text's words are `albert_tf.text.graph_words.split_words`' (whitespace, and each
     punctuation character a word of its own), each word tokenized on its own, windows of the
-    preprocessor's seq_length `stride` pieces apart (default half a window), each word read in
+    preprocessor's max_seq_length `stride` pieces apart (default half a window), each word read in
     the window where it has the most context. `fit` / `evaluate` take texts (a list, an array
     [N], a dict {"text"} or a batched dataset) or lists of words (CoNLL tokens, or a ragged
     dataset), with labels: one tag (id, or name from `labels`) per word. `predict` takes texts
@@ -176,22 +176,22 @@ class AlbertTokenClassifier(AlbertHeadModel):
         from albert_tf.text.word_windows import window_sizes
 
         words_tokenizer, labels = self.word_tokenizer(), self.labels
-        seq_length = self.preprocessor.seq_length
-        _, stride = window_sizes(seq_length, options["stride"])
+        max_seq_length = self.preprocessor.max_seq_length
+        _, stride = window_sizes(max_seq_length, options["stride"])
         fixed = not self.preprocessor.dynamic_padding
         special = (words_tokenizer.cls_id, words_tokenizer.sep_id, words_tokenizer.pad_id)
 
         def encode(columns, tags):
             text = columns["text"]
             words = text if isinstance(text, tf.RaggedTensor) else split_words(text)["words"]
-            windows = word_windows(words_tokenizer(words), seq_length, stride, *special)
+            windows = word_windows(words_tokenizer(words), max_seq_length, stride, *special)
             ids = {k: windows[k] for k in INPUT_KEYS}
             if fixed:  # static shapes (TPU)
-                pad = [[0, 0], [0, seq_length - tf.shape(ids["input_word_ids"])[1]]]
+                pad = [[0, 0], [0, max_seq_length - tf.shape(ids["input_word_ids"])[1]]]
                 ids = {
                     k: tf.ensure_shape(
                         tf.pad(v, pad, constant_values=special[2] if k == INPUT_KEYS[0] else 0),
-                        [None, seq_length],
+                        [None, max_seq_length],
                     )
                     for k, v in ids.items()
                 }
@@ -224,9 +224,9 @@ class AlbertTokenClassifier(AlbertHeadModel):
                 f"{type(self).__name__}.predict on text names the tags: build the model with "
                 f"labels=[...] (one name per class, {self.num_classes})"
             )
-        seq_length = self.preprocessor.seq_length
-        _, stride = window_sizes(seq_length, options["stride"])
-        body = entity_body(self, self.word_tokenizer(), labels, seq_length, stride)
+        max_seq_length = self.preprocessor.max_seq_length
+        _, stride = window_sizes(max_seq_length, options["stride"])
+        body = entity_body(self, self.word_tokenizer(), labels, max_seq_length, stride)
         return lambda columns: body(columns["text"])
 
 
@@ -237,7 +237,7 @@ def window_tag_labels(windows, word_tags, shape):
 
     >>> from albert_tf.text.graph_windows import word_windows
     >>> ids = tf.ragged.constant([[[10], [11, 12], [13]], [[14]]], ragged_rank=2)
-    >>> windows = word_windows(ids, seq_length=5, stride=1, cls_id=2, sep_id=3)
+    >>> windows = word_windows(ids, max_seq_length=5, stride=1, cls_id=2, sep_id=3)
     >>> window_tag_labels(windows, tf.constant([5, 6, 7, 8]), [3, 5]).numpy().tolist()
     [[-1, 5, 6, -1, -1], [-1, -1, -1, 7, -1], [-1, 8, -1, -1, -1]]
     """

@@ -4,7 +4,7 @@ Public names:
 - `preprocess_text(text, lower=True)`: ALBERT's normalization (Python).
 - `SentencePieceTokenizer(spm_model, lower_case=True)`: Python tokenizer.
 - `TextTokenizer(spm_model, lower_case=True)`: Keras layer, raw strings -> ragged ids.
-- `SegmentPacker(seq_length, cls_id, sep_id, pad_id, ...)`: Keras layer, [CLS] A [SEP] B [SEP].
+- `SegmentPacker(max_seq_length, cls_id, sep_id, pad_id, ...)`: Keras layer, [CLS] A [SEP] B [SEP].
 - `split_sentences(text)`: the rule-based sentence splitter for one-document-per-line corpora.
 - `is_start_piece(piece)`: the original word-start rule used by whole-word masking.
 """

@@ -1,6 +1,6 @@
 """Sliding windows over words' pieces, in the graph: the twin of `word_windows.WordWindows`.
 
-A text's pieces (every word's ids, in order) become windows of at most `seq_length - 2` pieces
+A text's pieces (every word's ids, in order) become windows of at most `max_seq_length - 2` pieces
 whose starts advance by `stride`, packed as `[CLS] pieces [SEP]`; a text that fits is one
 window. Each word is read from ONE window: the one where its first piece has the most context,
 score = min(pieces left of it, pieces right of it) + 0.01 * window length, ties to the earlier
@@ -8,7 +8,7 @@ window (the original BERT/ALBERT max-context rule; computed here exactly, in int
 100 * min(...) + length). Plain TF ops, no Python control flow on values.
 
 >>> ids = tf.ragged.constant([[[10], [11, 12], [13]], [[14]]], ragged_rank=2)
->>> windows = word_windows(ids, seq_length=5, stride=1, cls_id=2, sep_id=3, pad_id=0)
+>>> windows = word_windows(ids, max_seq_length=5, stride=1, cls_id=2, sep_id=3, pad_id=0)
 >>> windows["input_word_ids"].numpy().tolist()
 [[2, 10, 11, 12, 3], [2, 11, 12, 13, 3], [2, 14, 3, 0, 0]]
 >>> windows["window_text"].numpy().tolist()
@@ -24,15 +24,15 @@ from albert_tf.text.word_windows import window_sizes
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
-def word_windows(word_ids, seq_length, stride, cls_id, sep_id, pad_id=0):
+def word_windows(word_ids, max_seq_length, stride, cls_id, sep_id, pad_id=0):
     """Packs the words' pieces of each text into windows and picks each word's owning window.
 
     Args:
       word_ids: int RaggedTensor [B, (words), (pieces)], every word with at least one piece
         (see `graph_words.WordTokenizer`).
-      seq_length: longest window, [CLS] and [SEP] included; the batch is padded to its longest
+      max_seq_length: longest window, [CLS] and [SEP] included; the batch is padded to its longest
         window.
-      stride: pieces between the starts of consecutive windows (1 <= stride <= seq_length - 2).
+      stride: pieces between the starts of consecutive windows (1 <= stride <= max_seq_length - 2).
       cls_id, sep_id, pad_id: special ids.
 
     Returns a dict: `input_word_ids`, `input_mask`, `input_type_ids` (int32 [N, S]);
@@ -40,7 +40,7 @@ def word_windows(word_ids, seq_length, stride, cls_id, sep_id, pad_id=0):
     (int64 [total words], in word order: the window and position that carry each word's first
     piece); `word_splits` (int64 [B + 1], the words' row splits).
     """
-    max_len, stride = window_sizes(seq_length, stride)
+    max_len, stride = window_sizes(max_seq_length, stride)
     pieces = word_ids.merge_dims(1, 2)  # [B, (pieces)]
     num_pieces = pieces.row_lengths()
     words = word_ids.values  # [total words, (pieces)]

@@ -19,6 +19,19 @@ TRUNCATIONS = ("round_robin", "longest_first")
 PAD_TO = ("fixed", "longest")
 
 
+def renamed_config(config):
+    """A copy of a layer config with the key older versions wrote, `seq_length`, renamed
+    `max_seq_length`, so saved models and descriptions from before the rename still load.
+
+    >>> renamed_config({"seq_length": 128, "cls_id": 2})
+    {'cls_id': 2, 'max_seq_length': 128}
+    """
+    config = dict(config)
+    if "seq_length" in config:
+        config["max_seq_length"] = config.pop("seq_length")
+    return config
+
+
 class _StringLayer(keras.layers.Layer):
     """A preprocessing layer: inputs are strings or ragged ids, not float tensors to autocast."""
 
@@ -116,18 +129,19 @@ class SegmentPacker(_StringLayer):
     """Packs one or two ragged id segments as `[CLS] A [SEP] (B [SEP])` model inputs.
 
     Args:
-      seq_length: maximum (and, with pad_to="fixed", exact) output length, special ids included.
+      max_seq_length: maximum (and, with pad_to="fixed", exact) output length, special ids included.
       cls_id, sep_id, pad_id: special ids (ALBERT: 2, 3, 0).
-      truncation: how segments are cut to fit `seq_length`:
+      truncation: how segments are cut to fit `max_seq_length`:
         "round_robin" (default): the budget is dealt one id at a time to each segment in turn, so a
           short segment keeps all its ids and two long ones split it evenly (the first gets the odd
           one). For two segments this equals the original ALBERT/BERT `_truncate_seq_pair`
           (drop from the end of the longer segment, the second on ties).
         "longest_first": tensorflow-text's ShrinkLongestTrimmer: repeatedly drop the last id of the
           longest segment, the first on ties (so the second segment gets the odd one).
-      pad_to: "fixed" pads to `seq_length`; "longest" pads to the longest packed row of the batch.
+      pad_to: "fixed" pads to `max_seq_length`; "longest" pads to the longest packed row of the
+        batch.
       bucket: with pad_to="longest", round the padded length up to a multiple of `bucket`
-        (capped at `seq_length`), to bound the number of distinct shapes.
+        (capped at `max_seq_length`), to bound the number of distinct shapes.
 
     Call with a list of 1 or 2 int RaggedTensors [B, (n)]; returns a dict of int32 [B, L]:
     `input_word_ids`, `input_mask` (1 for real ids), `input_type_ids` (0 for CLS, A and its SEP;
@@ -144,7 +158,7 @@ class SegmentPacker(_StringLayer):
 
     def __init__(
         self,
-        seq_length,
+        max_seq_length,
         cls_id,
         sep_id,
         pad_id=0,
@@ -154,8 +168,10 @@ class SegmentPacker(_StringLayer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if int(seq_length) < 2:
-            raise ValueError(f"seq_length must be at least 2 ([CLS] and [SEP]), got {seq_length}")
+        if int(max_seq_length) < 2:
+            raise ValueError(
+                f"max_seq_length must be at least 2 ([CLS] and [SEP]), got {max_seq_length}"
+            )
         if truncation not in TRUNCATIONS:
             raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}")
         if pad_to not in PAD_TO:
@@ -165,7 +181,7 @@ class SegmentPacker(_StringLayer):
                 f"bucket must be a positive int and needs pad_to='longest', got bucket={bucket!r} "
                 f"with pad_to={pad_to!r}"
             )
-        self.seq_length = int(seq_length)
+        self.max_seq_length = int(max_seq_length)
         self.cls_id, self.sep_id, self.pad_id = int(cls_id), int(sep_id), int(pad_id)
         self.truncation, self.pad_to = truncation, pad_to
         self.bucket = None if bucket is None else int(bucket)
@@ -176,10 +192,10 @@ class SegmentPacker(_StringLayer):
         segments = list(segments)
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"SegmentPacker packs 1 or 2 segments, got {len(segments)}")
-        budget = self.seq_length - 1 - len(segments)
+        budget = self.max_seq_length - 1 - len(segments)
         if budget < 0:
             raise ValueError(
-                f"seq_length={self.seq_length} leaves no room for {len(segments)} segments"
+                f"max_seq_length={self.max_seq_length} leaves no room for {len(segments)} segments"
             )
         segments = [
             s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s)
@@ -205,20 +221,20 @@ class SegmentPacker(_StringLayer):
 
     def _padded_shape(self, ids):
         if self.pad_to == "fixed":
-            return [None, self.seq_length]  # static
+            return [None, self.max_seq_length]  # static
         # At least [CLS] [SEP]: an empty request batch still gets a valid (0, 2+) shape.
-        shortest = min(2, self.seq_length)
+        shortest = min(2, self.max_seq_length)
         longest = tf.reduce_max(tf.concat([ids.row_lengths(), [shortest]], axis=0))
         if self.bucket:
             longest = tf.minimum(
-                (longest + self.bucket - 1) // self.bucket * self.bucket, self.seq_length
+                (longest + self.bucket - 1) // self.bucket * self.bucket, self.max_seq_length
             )
         return tf.stack([ids.nrows(), longest])
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            seq_length=self.seq_length,
+            max_seq_length=self.max_seq_length,
             cls_id=self.cls_id,
             sep_id=self.sep_id,
             pad_id=self.pad_id,
@@ -227,3 +243,7 @@ class SegmentPacker(_StringLayer):
             bucket=self.bucket,
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**renamed_config(config))

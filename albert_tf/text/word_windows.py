@@ -4,15 +4,15 @@ Sentences come as lists of words (CoNLL tokens). Each word is tokenised on its o
 `graph_words.WordTokenizer` (the in-graph `TextTokenizer`, run eagerly: the export serves with
 the same op, so training and serving pieces agree); a word that yields no piece gets `[UNK]`.
 
-A sentence whose pieces fit in `seq_length - 2` is one window `[CLS] pieces [SEP]`. A longer
-one becomes sliding windows of `seq_length - 2` pieces whose starts advance by `stride` (the
+A sentence whose pieces fit in `max_seq_length - 2` is one window `[CLS] pieces [SEP]`. A longer
+one becomes sliding windows of `max_seq_length - 2` pieces whose starts advance by `stride` (the
 last may be shorter; the windows stop once one reaches the end), so no word is dropped. Only the
 first piece of a word carries its label, in exactly one window: the one where that piece has
 the most context, score = min(pieces left of it, pieces right of it in the window) + 0.01 *
 window length, ties to the earlier window (the original BERT/ALBERT max-context rule).
 `albert_tf.text.graph_windows` is the in-graph twin used by the serving export.
 
->>> windows = WordWindows.from_word_pieces([[[10], [11, 12], [13]], [[14]]], seq_length=5,
+>>> windows = WordWindows.from_word_pieces([[[10], [11, 12], [13]], [[14]]], max_seq_length=5,
 ...                                        stride=1)
 >>> windows.input_word_ids.tolist()
 [[2, 10, 11, 12, 3], [2, 11, 12, 13, 3], [2, 14, 3, 0, 0]]
@@ -30,21 +30,22 @@ IGNORE = -1  # the label of positions that carry none (as `token_classifier.IGNO
 _TOKENIZE_BATCH = 8192  # words per eager tokenizer call
 
 
-def window_sizes(seq_length, stride=None):
+def window_sizes(max_seq_length, stride=None):
     """Validated (pieces per window, stride); stride defaults to half a window.
 
     >>> window_sizes(16, 7)
     (14, 7)
     """
     if (
-        isinstance(seq_length, bool)
-        or not isinstance(seq_length, (int, np.integer))
-        or seq_length < 3
+        isinstance(max_seq_length, bool)
+        or not isinstance(max_seq_length, (int, np.integer))
+        or max_seq_length < 3
     ):
         raise ValueError(
-            f"seq_length must be an integer >= 3 ([CLS], a piece, [SEP]), got {seq_length!r}"
+            "max_seq_length must be an integer >= 3 ([CLS], a piece, [SEP]), "
+            f"got {max_seq_length!r}"
         )
-    max_len = int(seq_length) - 2
+    max_len = int(max_seq_length) - 2
     if stride is None:
         stride = max(1, max_len // 2)
     if (
@@ -53,7 +54,7 @@ def window_sizes(seq_length, stride=None):
         or not 1 <= stride <= max_len
     ):
         raise ValueError(
-            f"stride must be an integer in [1, seq_length - 2 = {max_len}], got {stride!r}"
+            f"stride must be an integer in [1, max_seq_length - 2 = {max_len}], got {stride!r}"
         )
     return max_len, int(stride)
 
@@ -85,9 +86,9 @@ class WordWindows:
     """Windows of word pieces with each word's label position; build with `build`.
 
     Attributes (NumPy): `input_word_ids`, `input_mask`, `input_type_ids`, `label_word` (int32
-    [N, seq_length]; `label_word` is the word index, within its sentence, whose label the
+    [N, max_seq_length]; `label_word` is the word index, within its sentence, whose label the
     position carries, -1 elsewhere), `window_sentence` (int32 [N]), `words_per_sentence` (int32
-    [num sentences]), `seq_length`, `stride`.
+    [num sentences]), `max_seq_length`, `stride`.
     """
 
     def __init__(
@@ -98,33 +99,33 @@ class WordWindows:
         label_word,
         window_sentence,
         words_per_sentence,
-        seq_length,
+        max_seq_length,
         stride,
     ):
         self.input_word_ids, self.input_mask = input_word_ids, input_mask
         self.input_type_ids, self.label_word = input_type_ids, label_word
         self.window_sentence, self.words_per_sentence = window_sentence, words_per_sentence
-        self.seq_length, self.stride = seq_length, stride
+        self.max_seq_length, self.stride = max_seq_length, stride
 
     @classmethod
-    def build(cls, sentences, tokenizer, seq_length, stride=None, lower_case=True):
+    def build(cls, sentences, tokenizer, max_seq_length, stride=None, lower_case=True):
         """Tokenises each word of `sentences` (lists of str) and windows them.
 
         Args:
           sentences: list of sentences, each a list of words.
           tokenizer: an `AlbertPreprocessor`, `TextTokenizer`, `SentencePieceTokenizer`, a
             `graph_words.WordTokenizer`, or a SentencePiece model path or bytes.
-          seq_length: window length with [CLS] and [SEP].
-          stride: pieces between window starts, 1 <= stride <= seq_length - 2 (default: half a
+          max_seq_length: window length with [CLS] and [SEP].
+          stride: pieces between window starts, 1 <= stride <= max_seq_length - 2 (default: half a
             window).
           lower_case: casing, for a model path or bytes.
 
         >>> windows = WordWindows.build([["Ann", "lives", "in", "Köln", "."]],
-        ...                             "30k-clean.model", seq_length=128)  # doctest: +SKIP
+        ...                             "30k-clean.model", max_seq_length=128)  # doctest: +SKIP
         """
         from albert_tf.text.graph_words import WordTokenizer
 
-        window_sizes(seq_length, stride)
+        window_sizes(max_seq_length, stride)
         words = (
             tokenizer
             if isinstance(tokenizer, WordTokenizer)
@@ -140,7 +141,7 @@ class WordWindows:
             i += len(sentence)
         return cls.from_word_pieces(
             word_pieces,
-            seq_length,
+            max_seq_length,
             stride,
             cls_id=words.cls_id,
             sep_id=words.sep_id,
@@ -148,10 +149,12 @@ class WordWindows:
         )
 
     @classmethod
-    def from_word_pieces(cls, word_pieces, seq_length, stride=None, cls_id=2, sep_id=3, pad_id=0):
+    def from_word_pieces(
+        cls, word_pieces, max_seq_length, stride=None, cls_id=2, sep_id=3, pad_id=0
+    ):
         """Windows from already tokenised words: `word_pieces[sentence][word]` is a non-empty
         list of ids. Special ids default to ALBERT's."""
-        max_len, stride = window_sizes(seq_length, stride)
+        max_len, stride = window_sizes(max_seq_length, stride)
         rows_ids, rows_word, window_sentence = [], [], []
         for s, sentence in enumerate(word_pieces):
             pieces, first_piece = [], []
@@ -161,7 +164,7 @@ class WordWindows:
                 first_piece.append(len(pieces))
                 pieces.extend(int(i) for i in ids)
             spans = _spans(len(pieces), max_len, stride)
-            label_word = [[IGNORE] * seq_length for _ in spans]
+            label_word = [[IGNORE] * max_seq_length for _ in spans]
             for w, piece in enumerate(first_piece):
                 k = _owner(piece, spans)
                 label_word[k][1 + piece - spans[k][0]] = w
@@ -170,19 +173,19 @@ class WordWindows:
                 rows_word.append(labels)
                 window_sentence.append(s)
         n = len(rows_ids)
-        input_word_ids = np.full([n, seq_length], pad_id, np.int32)
-        input_mask = np.zeros([n, seq_length], np.int32)
+        input_word_ids = np.full([n, max_seq_length], pad_id, np.int32)
+        input_mask = np.zeros([n, max_seq_length], np.int32)
         for i, row in enumerate(rows_ids):
             input_word_ids[i, : len(row)] = row
             input_mask[i, : len(row)] = 1
         return cls(
             input_word_ids,
             input_mask,
-            np.zeros([n, seq_length], np.int32),
-            np.array(rows_word, np.int32).reshape([n, seq_length]),
+            np.zeros([n, max_seq_length], np.int32),
+            np.array(rows_word, np.int32).reshape([n, max_seq_length]),
             np.array(window_sentence, np.int32),
             np.array([len(s) for s in word_pieces], np.int32),
-            seq_length,
+            max_seq_length,
             stride,
         )
 
@@ -211,13 +214,13 @@ class WordWindows:
     def __repr__(self):
         return (
             f"WordWindows({self.num_sentences} sentences, {self.num_windows} windows, "
-            f"{self.num_long_sentences} sentences in several windows, seq_length="
-            f"{self.seq_length}, stride={self.stride})"
+            f"{self.num_long_sentences} sentences in several windows, max_seq_length="
+            f"{self.max_seq_length}, stride={self.stride})"
         )
 
 
 def window_labels(windows, tag_ids_per_sentence):
-    """Per-word tag ids -> int32 [N, seq_length] labels, `IGNORE` (-1) where `label_word` is -1.
+    """Per-word tag ids -> int32 [N, max_seq_length] labels, `IGNORE` (-1) where `label_word` is -1.
 
     `tag_ids_per_sentence[s]` holds one tag id per word of sentence s.
     """
@@ -239,7 +242,7 @@ def window_labels(windows, tag_ids_per_sentence):
 
 
 def word_logits(windows, logits):
-    """Model outputs [N, seq_length, C] -> per sentence, float [num words, C], each word's row
+    """Model outputs [N, max_seq_length, C] -> per sentence, float [num words, C], each word's row
     taken from the window that owns it."""
     logits = np.asarray(logits)
     if logits.shape[:2] != windows.label_word.shape:

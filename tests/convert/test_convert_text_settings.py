@@ -70,15 +70,15 @@ def test_an_original_checkpoint_converts_to_a_directory_recording_the_default(fx
 
 
 def test_a_preprocessor_from_the_directory_follows_its_record(converted, spm_model_file):
-    huggingface = _ids(AlbertPreprocessor(spm_model_file, seq_length=16, tex_quotes=True))
-    original = _ids(AlbertPreprocessor(spm_model_file, seq_length=16))
+    huggingface = _ids(AlbertPreprocessor(spm_model_file, max_seq_length=16, tex_quotes=True))
+    original = _ids(AlbertPreprocessor(spm_model_file, max_seq_length=16))
     assert huggingface != original  # the fixture's vocabulary tells the two rules apart
-    from_hf = AlbertPreprocessor.from_pretrained(converted["huggingface"], seq_length=16)
+    from_hf = AlbertPreprocessor.from_pretrained(converted["huggingface"], max_seq_length=16)
     assert from_hf.tex_quotes and _ids(from_hf) == huggingface
-    from_tf1 = AlbertPreprocessor.from_pretrained(converted["original"], seq_length=16)
+    from_tf1 = AlbertPreprocessor.from_pretrained(converted["original"], max_seq_length=16)
     assert not from_tf1.tex_quotes and _ids(from_tf1) == original
     assert not AlbertPreprocessor.from_pretrained(
-        converted["huggingface"], seq_length=16, tex_quotes=False
+        converted["huggingface"], max_seq_length=16, tex_quotes=False
     ).tex_quotes  # an explicit argument wins
 
 
@@ -91,8 +91,8 @@ def test_fine_tuning_tokenizes_as_the_directory_records(converted, spm_model_fil
     dev = tmp_path / "dev.tsv"
     dev.write_text("sentence\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
     expected = {
-        "huggingface": _ids(AlbertPreprocessor(spm_model_file, seq_length=16, tex_quotes=True)),
-        "original": _ids(AlbertPreprocessor(spm_model_file, seq_length=16)),
+        "huggingface": _ids(AlbertPreprocessor(spm_model_file, max_seq_length=16, tex_quotes=True)),
+        "original": _ids(AlbertPreprocessor(spm_model_file, max_seq_length=16)),
     }
     for source, directory in converted.items():
         params = FinetuneParams(

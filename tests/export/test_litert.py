@@ -62,7 +62,7 @@ def test_packing_equals_the_preprocessor_with_truncation(litert_task):
     pairs = list(reversed(TEXTS))
     for truncation in ("round_robin", "longest_first"):
         pre = AlbertPreprocessor(
-            litert_task.preprocessor.model_proto, seq_length=11, truncation=truncation
+            litert_task.preprocessor.model_proto, max_seq_length=11, truncation=truncation
         )
         lite = litert.LiteTextInputs(pre)
         for args, inputs in (

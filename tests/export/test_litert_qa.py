@@ -234,7 +234,9 @@ def test_script_exports_and_reports_a_squad_model(exported, squad_task, tmp_path
     # Weights int8 (the <= 0.3 target is the classifier test's: this model has fewer weights).
     assert int8["model_size_ratio"] <= 0.4 and os.path.getsize(int8["file"]) == int8["bytes"]
     lines = result.stdout.strip().splitlines()
-    assert lines[-6].startswith("squad-v1.1 (squad), seq_length 40, 32 windows of doc_stride 12")
+    assert lines[-6].startswith(
+        "squad-v1.1 (squad), max_seq_length 40, 32 windows of doc_stride 12"
+    )
     assert lines[-6].endswith("truncated); passes: agreement >= 99%")
     assert lines[-5].split() == "variant bytes x f32 model x answer agr EM F1 passes".split()
     assert [line.split()[0] for line in lines[-4:-2]] == ["float32", "int8_dynamic"]

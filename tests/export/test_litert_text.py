@@ -111,7 +111,7 @@ def test_digit_comma_table_reproduces_split_digit_comma(stress_model):
 def stress_preprocessor(stress_model):
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    return AlbertPreprocessor(stress_model, seq_length=64)
+    return AlbertPreprocessor(stress_model, max_seq_length=64)
 
 
 def test_litert_file_gives_the_preprocessors_ids(stress_preprocessor):
@@ -137,7 +137,9 @@ def test_litert_file_gives_the_preprocessors_ids(stress_preprocessor):
 def test_token_agreement_on_the_stress_texts(stress_model, lower, tex_quotes):
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    pre = AlbertPreprocessor(stress_model, lower_case=lower, seq_length=64, tex_quotes=tex_quotes)
+    pre = AlbertPreprocessor(
+        stress_model, lower_case=lower, max_seq_length=64, tex_quotes=tex_quotes
+    )
     assert litert.token_agreement(pre, STRESS) == 1.0
     # The documented difference shows in the ids too (this vocabulary has both sigmas).
     assert litert.token_agreement(pre, [FINAL_SIGMA]) == (0.0 if lower else 1.0)

@@ -22,7 +22,7 @@ def preprocessor(spm_model_file):
     # Seed first: tf.random.set_seed clears TF's kernel cache, which deletes the SentencePiece
     # resources of tokenizers created before it.
     keras.utils.set_random_seed(1)
-    return AlbertPreprocessor(spm_model_file, seq_length=SEQ_LENGTH)
+    return AlbertPreprocessor(spm_model_file, max_seq_length=SEQ_LENGTH)
 
 
 @pytest.fixture(scope="session")

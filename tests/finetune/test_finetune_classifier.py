@@ -101,10 +101,10 @@ def test_preprocessor_matches_python_tokenizer(preprocessor, spm_model_file):
     short = dynamic(tf.constant(["a file", "read"]))
     assert short["input_word_ids"].shape[1] == 8  # bucketed to a multiple of 8
     long = dynamic(tf.constant(["word " * 100]))
-    assert long["input_word_ids"].shape[1] == 32  # capped at seq_length, truncated
+    assert long["input_word_ids"].shape[1] == 32  # capped at max_seq_length, truncated
     assert preprocessor.token_lengths([a]).numpy().tolist() == [len(ids_a)]
     copy = AlbertPreprocessor.from_config(preprocessor.get_config())
-    assert copy.model_proto == preprocessor.model_proto and copy.seq_length == 32
+    assert copy.model_proto == preprocessor.model_proto and copy.max_seq_length == 32
     with pytest.raises(KeyError, match=r"expected keys 'text' and optionally 'text_pair'"):
         preprocessor({"sentence": tf.constant(["x"])})
 

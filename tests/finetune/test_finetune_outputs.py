@@ -132,7 +132,7 @@ def test_short_texts_get_a_hint_and_readable_outputs(tmp_path, corpus_file, spm_
         assert f.read() == g.read()
     rebuilt = task_from_description(info["task"], out)
     ids = rebuilt.preprocessor(np.array(["open the file"], object))["input_word_ids"]
-    assert int(ids.shape[0]) == 1 and rebuilt.preprocessor.seq_length == 128
+    assert int(ids.shape[0]) == 1 and rebuilt.preprocessor.max_seq_length == 128
 
 
 def test_descriptions_that_embed_the_model_still_load(spm_model_file):

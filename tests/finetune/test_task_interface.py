@@ -62,7 +62,7 @@ def test_documented_minimal_task_trains_evaluates_and_is_rebuilt(tmp_path, spm_m
     assert description["kind"] == description["name"] == "long_text"
     rebuilt = task_class.from_description(description, str(tmp_path))
     assert rebuilt.data == data_class()
-    assert rebuilt.preprocessor.seq_length == 16
+    assert rebuilt.preprocessor.max_seq_length == 16
     assert os.path.isfile(rebuilt.preprocessor.source)
 
 

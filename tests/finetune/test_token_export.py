@@ -127,7 +127,7 @@ def tagger(spm_model_file):
     from albert_tf.models.preprocessor import AlbertPreprocessor
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
-    preprocessor = AlbertPreprocessor(spm_model_file, seq_length=32)
+    preprocessor = AlbertPreprocessor(spm_model_file, max_seq_length=32)
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=preprocessor.vocab_size)
     model = AlbertTokenClassifier(AlbertModel(config), labels=LABELS, dropout=0.0)
     # Deterministic weights without a global seed (tf.random.set_seed would clear TF's kernel

@@ -264,7 +264,9 @@ def test_preprocessor(spm_model_file, dynamic_padding):
     shape = (BATCH, None if dynamic_padding else 16)
     report = run_layer_test(
         AlbertPreprocessor,
-        dict(spm_model=spm_model_file, seq_length=16, dynamic_padding=dynamic_padding, bucket=4),
+        dict(
+            spm_model=spm_model_file, max_seq_length=16, dynamic_padding=dynamic_padding, bucket=4
+        ),
         texts,
         {k: shape for k in ("input_word_ids", "input_mask", "input_type_ids")},
         expected_output_dtype="int32",

@@ -75,7 +75,7 @@ def test_classifier_fits_and_predicts_text_like_its_saved_model(pretrained, tmp_
     from albert_tf.export.saved_model import export_classifier
 
     model = AlbertClassifier.from_pretrained(pretrained, labels=["neg", "pos"], max_seq_length=SEQ)
-    assert (model.preprocessor.seq_length, model.preprocessor.dynamic_padding) == (SEQ, True)
+    assert (model.preprocessor.max_seq_length, model.preprocessor.dynamic_padding) == (SEQ, True)
     model.compile(precision="float32")
     history = model.fit(TEXTS, ["pos", "neg", "pos", "neg"], batch_size=2, verbose=0)
     assert int(model.optimizer.iterations) == 2 and np.isfinite(history.history["loss"][0])
@@ -131,7 +131,7 @@ def test_token_classifier_tags_words_like_the_task_and_the_export(pretrained, tm
     windows = WordWindows.build(
         [text.replace(".", " .").replace(",", " ,").split() for text in texts],
         model.preprocessor,
-        seq_length=12,
+        max_seq_length=12,
     )
     width = encoded["input_word_ids"].shape[1]
     np.testing.assert_array_equal(encoded["input_word_ids"], windows.input_word_ids[:, :width])
@@ -229,7 +229,7 @@ def test_errors_name_the_expected_shapes(pretrained):
 
 
 def test_preprocessor_reads_lists_as_batches_and_rows(spm_model_file):
-    pre = AlbertPreprocessor(spm_model_file, seq_length=16)
+    pre = AlbertPreprocessor(spm_model_file, max_seq_length=16)
     texts = ["A first text.", "Another one"]
     assert pre(texts)["input_word_ids"].shape == (2, 16)  # two strings: a batch of two
     assert pre(TEXTS)["input_word_ids"].shape == (4, 16)

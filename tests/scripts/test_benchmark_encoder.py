@@ -31,7 +31,7 @@ def test_tiny_run_prints_one_row_per_dropout_rate_and_mode_with_its_paired_ratio
         "--preset=albert_tiny",
         "--layers=2",
         "--batch_size=2",
-        "--seq_length=16",
+        "--max_seq_length=16",
         "--steps=2",
         "--xla=off",
         "--dropout=0,0.1",

@@ -49,7 +49,7 @@ def test_bad_settings_are_one_line_errors(tmp_path):
             "--train_batch_size=6 is not divisible by --accumulation_steps=4",
         ),
         (
-            ["--mode=throughput", "--seq_lengths=128,1024"],
+            ["--mode=throughput", "--max_seq_lengths=128,1024"],
             "sequence length 1024 is above albert_base_v2's max_position_embeddings (512)",
         ),
     ]

@@ -113,6 +113,7 @@ CASES = {
     ],
     "parameter_table.py": [TYPO, (["--tables=2"], "--tables: unknown table(s) ['2']")],
     # The benchmarks take no input paths (they generate their inputs).
+    "benchmark_convert.py": [TYPO, (["--presets=albert_huge"], "--presets: expected some of")],
     "benchmark_data.py": [TYPO],
     "benchmark_encoder.py": [TYPO],
     "benchmark_memory.py": [TYPO],

@@ -44,7 +44,7 @@ def test_segment_packer(kwargs, shape):
     outputs = {k: shape for k in ("input_word_ids", "input_mask", "input_type_ids")}
     report = run_layer_test(
         SegmentPacker,
-        dict(seq_length=8, cls_id=2, sep_id=3, pad_id=0, **kwargs),
+        dict(max_seq_length=8, cls_id=2, sep_id=3, pad_id=0, **kwargs),
         segments,
         outputs,
         expected_output_dtype="int32",

@@ -119,15 +119,15 @@ def test_config_round_trip_and_validation():
     clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(packer))
     assert clone.get_config() == packer.get_config()
     for kwargs, message in [
-        (dict(seq_length=1), "seq_length must be at least 2"),
-        (dict(seq_length=8, truncation="waterfall"), "truncation must be one of"),
-        (dict(seq_length=8, pad_to="max"), "pad_to must be one of"),
-        (dict(seq_length=8, bucket=4), "needs pad_to='longest'"),
-        (dict(seq_length=8, pad_to="longest", bucket=0), "bucket must be a positive int"),
+        (dict(max_seq_length=1), "max_seq_length must be at least 2"),
+        (dict(max_seq_length=8, truncation="waterfall"), "truncation must be one of"),
+        (dict(max_seq_length=8, pad_to="max"), "pad_to must be one of"),
+        (dict(max_seq_length=8, bucket=4), "needs pad_to='longest'"),
+        (dict(max_seq_length=8, pad_to="longest", bucket=0), "bucket must be a positive int"),
     ]:
         with pytest.raises(ValueError, match=message):
             SegmentPacker(cls_id=2, sep_id=3, **kwargs)
     with pytest.raises(ValueError, match="packs 1 or 2 segments, got 3"):
         SegmentPacker(8, cls_id=2, sep_id=3)([A, A, A])
-    with pytest.raises(ValueError, match="seq_length=2 leaves no room for 2 segments"):
+    with pytest.raises(ValueError, match="max_seq_length=2 leaves no room for 2 segments"):
         SegmentPacker(2, cls_id=2, sep_id=3)([A, B])

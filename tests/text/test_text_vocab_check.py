@@ -94,7 +94,7 @@ def test_size_and_special_ids(spm_model_file, corpus_file, tmp_path, caplog):
 def test_layers_are_checked_by_their_source(spm_model_file):
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    preprocessor = AlbertPreprocessor(spm_model_file, seq_length=8)
+    preprocessor = AlbertPreprocessor(spm_model_file, max_seq_length=8)
     with pytest.raises(
         VocabularyError,
         match=(rf"^{spm_model_file} has 1000 pieces but the model \(export\) has vocab_size 40:"),
@@ -114,7 +114,7 @@ def test_export_refuses_a_vocabulary_of_another_model(spm_model_file, tmp_path):
     with pytest.raises(VocabularyError) as error:
         export_backbone(
             backbone,
-            AlbertPreprocessor(spm_model_file, seq_length=8),
+            AlbertPreprocessor(spm_model_file, max_seq_length=8),
             str(tmp_path / "serving"),
             write_warmup=False,
         )

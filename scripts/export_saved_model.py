@@ -10,10 +10,11 @@ A pretrained backbone for embeddings (a directory written by albert_tf.save):
 
 Run it in its own process (not inside a TPU job): the model is rebuilt under float32, or with
 --compute_dtype=bfloat16 in bfloat16 (bfloat16 weights and matmuls, float32 outputs; faster on
-CPUs with AVX512-BF16 or AMX). A bfloat16 export of a classifier or a
-backbone is compared with float32 on held-out texts (--agreement_file, or numpy docstring
-paragraphs): top-1 agreement and max probability difference (backbone: pooled-output cosine),
-printed as one JSON line before the export path and stored in assets.extra/albert_tf.json.
+CPUs with AVX512-BF16 or AMX; classifiers, token classifiers, SQuAD models and backbones). A
+bfloat16 export of a classifier or a backbone is compared with float32 on held-out texts
+(--agreement_file, or numpy docstring paragraphs): top-1 agreement and max probability
+difference (backbone: pooled-output cosine), printed as one JSON line before the export path
+and stored in assets.extra/albert_tf.json.
 
     python scripts/export_saved_model.py --model_dir=out/mrpc --export_dir=/models/mrpc_bf16 \
         --compute_dtype=bfloat16
@@ -115,15 +116,15 @@ def _export_finetuned(write_warmup):
     task = task_from_description(info["task"], FLAGS.model_dir)
     extra = {}
     if FLAGS.compute_dtype != "float32":
-        if "compute_dtype" not in inspect.signature(task.export).parameters:
+        accepted = inspect.signature(task.export).parameters
+        if "compute_dtype" not in accepted:
             cli.fail(
                 f"--compute_dtype={FLAGS.compute_dtype}: a {task.kind} export runs in float32 "
-                "only (bfloat16: classification and regression tasks, backbones)"
+                "only (bfloat16: classification, regression, tagging and SQuAD tasks, backbones)"
             )
-        extra = dict(
-            compute_dtype=FLAGS.compute_dtype,
-            agreement_texts=_agreement_texts(task.spec.is_pair),
-        )
+        extra = dict(compute_dtype=FLAGS.compute_dtype)
+        if "agreement_texts" in accepted:
+            extra["agreement_texts"] = _agreement_texts(task.spec.is_pair)
     model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
     return task.export(
         model,

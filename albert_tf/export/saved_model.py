@@ -233,21 +233,33 @@ def _served_copy(model, preprocessor, dynamic_padding, compute_dtype):
     """(copy of `model` under `compute_dtype`, serving preprocessor)."""
     from albert_tf.text.vocab_check import check_vocabulary_matches
 
-    if compute_dtype not in COMPUTE_DTYPES:
-        raise ValueError(
-            f"compute_dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {compute_dtype!r}"
-        )
+    check_compute_dtype(compute_dtype)
     pre = _serving_preprocessor(preprocessor, dynamic_padding)
     check_vocabulary_matches(
         preprocessor,
         getattr(model, "backbone", model).config,
         model=f"the exported {type(model).__name__}",
     )
+    return served_copy(model, compute_dtype), pre
+
+
+def check_compute_dtype(compute_dtype):
+    """ValueError unless `compute_dtype` is one of COMPUTE_DTYPES."""
+    if compute_dtype not in COMPUTE_DTYPES:
+        raise ValueError(
+            f"compute_dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {compute_dtype!r}"
+        )
+
+
+def served_copy(model, compute_dtype="float32"):
+    """The copy of `model` an export serves: under `compute_dtype`'s policy, its encoder in the
+    serving layout for bfloat16 (the export's log says what it computes in)."""
+    check_compute_dtype(compute_dtype)
     served = policy_copy(
         model, COMPUTE_DTYPES[compute_dtype], compute_dtype in SERVING_LAYOUT_DTYPES
     )
     logging.info("%s", precision_note(compute_dtype))
-    return served, pre
+    return served
 
 
 def cpu_bfloat16_flags(path="/proc/cpuinfo"):

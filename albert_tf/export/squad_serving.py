@@ -331,12 +331,13 @@ def export_question_answerer(
     null_threshold=0.0,
     version=None,
     write_warmup="auto",
+    compute_dtype="float32",
 ):
     """Exports an `AlbertQuestionAnswerer` or `AlbertSquadV2Model` answering raw questions on
     raw contexts (see the module docstring); returns EXPORT_DIR/<version>.
 
     Args:
-        model: the trained model (served as a float32 copy).
+        model: the trained model (served as a copy in `compute_dtype`).
         spm_model: the SentencePiece model (path or bytes), or a tokenizer holding it
             (`SentencePieceTokenizer`, `TextTokenizer`, `AlbertPreprocessor`).
         export_dir: base directory (local or gs://); versions are integer subdirectories.
@@ -347,9 +348,10 @@ def export_question_answerer(
         null_threshold: v2: a question whose null score is above it gets "".
         version: integer version (default: one more than the highest existing).
         write_warmup: True, False, or "auto" (when tensorflow-serving-api is installed).
+        compute_dtype: "float32" or "bfloat16" (as `saved_model.export_classifier`).
     """
     spec = question_answerer_spec(
-        model, spm_model, settings, n_best_size, max_answer_length, null_threshold
+        model, spm_model, settings, n_best_size, max_answer_length, null_threshold, compute_dtype
     )
     return saved_model.build(spec, export_dir, version, write_warmup)
 
@@ -361,6 +363,7 @@ def question_answerer_spec(
     n_best_size=20,
     max_answer_length=30,
     null_threshold=0.0,
+    compute_dtype="float32",
 ):
     """The `SavedModelSpec` of `export_question_answerer` (arguments as there)."""
     if not isinstance(settings, FeatureSettings):
@@ -376,7 +379,7 @@ def question_answerer_spec(
             f"n_best_size ({n_best_size}) and max_answer_length "
             f"({max_answer_length}) must be positive"
         )
-    served = saved_model.float32_copy(model)
+    served = saved_model.served_copy(model, compute_dtype)
     tokenizer = _text_tokenizer(spm_model, settings)
     body = answer_body(
         served, tokenizer, settings, n_best_size, max_answer_length, float(null_threshold)
@@ -385,6 +388,7 @@ def question_answerer_spec(
     outputs = ["answer", "score", "start", "end"] + (["has_answer_probability"] if v2 else [])
     description = {
         "kind": "question_answerer_v2" if v2 else "question_answerer",
+        "compute_dtype": compute_dtype,
         "signatures": ["serving_default"],
         "inputs": ["question", "context"],
         "outputs": outputs,

@@ -214,11 +214,12 @@ def export_token_classifier(
     labels=None,
     lower_case=True,
     write_warmup="auto",
+    compute_dtype="float32",
 ):
     """Exports an `AlbertTokenClassifier` that tags raw text; returns EXPORT_DIR/<version>.
 
     Args:
-        model: a trained `AlbertTokenClassifier` (served as a float32 copy).
+        model: a trained `AlbertTokenClassifier` (served as a copy in `compute_dtype`).
         tokenizer: what `WordWindows.build` was given for training: an `AlbertPreprocessor`,
             `TextTokenizer`, `SentencePieceTokenizer`, `WordTokenizer`, or a SentencePiece model
             path or bytes.
@@ -229,17 +230,26 @@ def export_token_classifier(
         labels: IOB2 tag names in id order (default: `model.labels`).
         lower_case: casing, for a model path or bytes.
         write_warmup: True, False, or "auto" (when tensorflow-serving-api is installed).
+        compute_dtype: "float32" or "bfloat16" (as `saved_model.export_classifier`).
 
     >>> path = export_token_classifier(tagger, preprocessor, "/tmp/serving/ner")  # doctest: +SKIP
     >>> out = tf.saved_model.load(path).signatures["serving_default"](
     ...     text=tf.constant(["Ann lives in Köln."]))                            # doctest: +SKIP
     """
-    spec = token_classifier_spec(model, tokenizer, max_seq_length, stride, labels, lower_case)
+    spec = token_classifier_spec(
+        model, tokenizer, max_seq_length, stride, labels, lower_case, compute_dtype
+    )
     return saved_model.build(spec, export_dir, version, write_warmup)
 
 
 def token_classifier_spec(
-    model, tokenizer, max_seq_length=None, stride=None, labels=None, lower_case=True
+    model,
+    tokenizer,
+    max_seq_length=None,
+    stride=None,
+    labels=None,
+    lower_case=True,
+    compute_dtype="float32",
 ):
     """The `SavedModelSpec` of `export_token_classifier` (arguments as there)."""
     labels = list(labels if labels is not None else (model.labels or []))
@@ -259,7 +269,7 @@ def token_classifier_spec(
             f"max_seq_length={max_seq_length} exceeds the model's "
             f"max_position_embeddings={max_positions}"
         )
-    served = saved_model.float32_copy(model)
+    served = saved_model.served_copy(model, compute_dtype)
     words = (
         tokenizer
         if isinstance(tokenizer, WordTokenizer)
@@ -271,6 +281,7 @@ def token_classifier_spec(
     }
     description = {
         "kind": "token_classifier",
+        "compute_dtype": compute_dtype,
         "signatures": ["serving_default", "predict_ids"],
         "seq_length": int(max_seq_length),
         "stride": stride,

@@ -360,11 +360,19 @@ class SquadTask(FinetuneTask):
             rows,
         )
 
-    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
-        """`export_question_answerer`."""
+    def export(
+        self,
+        model,
+        export_dir,
+        version=None,
+        max_seq_length=None,
+        write_warmup="auto",
+        compute_dtype="float32",
+    ):
+        """`export_question_answerer` (compute_dtype is passed on)."""
         from albert_tf.export import saved_model
 
-        spec = self.serving_spec(model, max_seq_length).saved_model()
+        spec = self.serving_spec(model, max_seq_length).saved_model(compute_dtype=compute_dtype)
         return saved_model.build(spec, export_dir, version, write_warmup)
 
     def serving_spec(self, model, max_seq_length=None):
@@ -384,8 +392,10 @@ class SquadTask(FinetuneTask):
             null_threshold=self.null_threshold,
         )
 
-        def saved_model():
-            return question_answerer_spec(model, self.preprocessor, settings, **options)
+        def saved_model(compute_dtype="float32"):
+            return question_answerer_spec(
+                model, self.preprocessor, settings, **options, compute_dtype=compute_dtype
+            )
 
         def examples(split, limit):
             loaded = self.examples.get(split)

@@ -297,11 +297,19 @@ class TokenClassificationTask(FinetuneTask):
         )
         return ServingSpec(self.kind, saved, lite)
 
-    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
-        """`export_token_classifier`."""
+    def export(
+        self,
+        model,
+        export_dir,
+        version=None,
+        max_seq_length=None,
+        write_warmup="auto",
+        compute_dtype="float32",
+    ):
+        """`export_token_classifier` (compute_dtype is passed on)."""
         from albert_tf.export import saved_model
 
-        spec = self.serving_spec(model, max_seq_length).saved_model()
+        spec = self.serving_spec(model, max_seq_length).saved_model(compute_dtype=compute_dtype)
         return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):

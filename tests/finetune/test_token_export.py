@@ -263,3 +263,20 @@ def test_export_argument_errors(tagger, tmp_path):
     with pytest.raises(ValueError, match="max_position_embeddings"):
         export_token_classifier(model, preprocessor, str(tmp_path), max_seq_length=4096)
     assert not os.listdir(tmp_path)
+
+
+def test_bfloat16_export_tags_close_to_float32(served, tagger, tmp_path):
+    model, preprocessor = tagger
+    path = export_token_classifier(
+        model, preprocessor, str(tmp_path), SEQ_LENGTH, STRIDE, compute_dtype="bfloat16"
+    )
+    with open(os.path.join(path, "assets.extra", "albert_tf.json")) as f:
+        assert json.load(f)["compute_dtype"] == "bfloat16"
+    result = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
+    expected = served[1]["served"]
+    scores = result["word_score"].numpy()
+    assert result["num_words"].numpy().tolist() == expected["num_words"]
+    tags = [[t.decode() for t in row] for row in result["word_tags"].numpy().tolist()]
+    same = [a == b for row, ref in zip(tags, expected["word_tags"]) for a, b in zip(row, ref)]
+    assert np.mean(same) >= 0.9
+    assert 0.0 < np.abs(scores - np.array(expected["word_score"])).max() < 0.05

@@ -284,38 +284,43 @@ def _concurrency(paths, results):
 
 
 def _tasks(model, paths, preprocessor, results):
-    """The token classifier's and the SQuAD export's one-request p50 beside the classifier's."""
+    """The token classifier's and the SQuAD exports' one-request p50 beside the classifier's, in
+    float32 and bfloat16 (SQuAD v1 pads its windows to max_seq_length, v2 to the longest)."""
     import tensorflow as tf
 
     from albert_tf.data.squad_features import FeatureSettings
     from albert_tf.export.squad_serving import export_question_answerer
     from albert_tf.export.token_classifier_serving import export_token_classifier
-    from albert_tf.models.question_answering import AlbertQuestionAnswerer
+    from albert_tf.models.question_answering import AlbertQuestionAnswerer, AlbertSquadV2Model
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
-    tagger = AlbertTokenClassifier(model.backbone, labels=["O", "B-X", "I-X"])
-    tagger_path = export_token_classifier(
-        tagger, preprocessor, f"{FLAGS.work_dir}/tagger", max_seq_length=128, write_warmup=False
-    )
-    answerer = AlbertQuestionAnswerer(model.backbone)
-    squad_path = export_question_answerer(
-        answerer,
-        FLAGS.spm_model_file,
-        f"{FLAGS.work_dir}/squad",
-        FeatureSettings(max_seq_length=384, doc_stride=128, max_query_length=64),
-        write_warmup=False,
-    )
-    tag = _serve(tagger_path)
-    answer = _serve(squad_path)
-    served = {
-        "classifier_float32": _classify(paths["float32"]),
-        "classifier_bfloat16": _classify(paths["bfloat16"]),
-        "token_classifier_float32": lambda texts: tag(text=tf.constant(texts))["num_entities"],
-        "squad_float32": lambda texts: answer(
-            question=tf.constant([QUESTION] * len(texts)), context=tf.constant(texts)
-        )["answer"],
+    models = {
+        "token_classifier": AlbertTokenClassifier(model.backbone, labels=["O", "B-X", "I-X"]),
+        "squad_v1": AlbertQuestionAnswerer(model.backbone),
+        "squad_v2": AlbertSquadV2Model(model.backbone),
     }
-    # one sentence for the classifiers, one short context for SQuAD
+    settings = FeatureSettings(max_seq_length=384, doc_stride=128, max_query_length=64)
+    served = {}
+    for dtype in ("float32", "bfloat16"):
+        served[f"classifier_{dtype}"] = _classify(paths[dtype])
+        tag = _serve(
+            export_token_classifier(
+                models["token_classifier"], preprocessor, f"{FLAGS.work_dir}/tagger_{dtype}",
+                max_seq_length=128, write_warmup=False, compute_dtype=dtype,
+            )
+        )  # fmt: skip
+        served[f"token_classifier_{dtype}"] = lambda texts, tag=tag: tag(text=tf.constant(texts))
+        for kind in ("squad_v1", "squad_v2"):
+            answer = _serve(
+                export_question_answerer(
+                    models[kind], FLAGS.spm_model_file, f"{FLAGS.work_dir}/{kind}_{dtype}",
+                    settings, write_warmup=False, compute_dtype=dtype,
+                )
+            )  # fmt: skip
+            served[f"{kind}_{dtype}"] = lambda texts, answer=answer: answer(
+                question=tf.constant([QUESTION] * len(texts)), context=tf.constant(texts)
+            )
+    # one short text: the sentence to classify or tag, the context to answer from
     for name, figures in _timed(served, [], one=(CONTEXT,)).items():
         results[f"task_{name}"] = figures
         logging.info("%s: %s", name, figures)

@@ -6,8 +6,9 @@ loaded with tf.saved_model.load as TF Serving would. --measure picks:
   the float32 and bfloat16 exports and the HF pipeline (AlbertTokenizer on the same
   SentencePiece model + AlbertForSequenceClassification, torch CPU, float32, bf16 autocast and
   bfloat16 weights; skipped with a message unless torch and transformers are installed:
-  pip install albert_tf[bench]), in rounds; the ratios to HF's best setting, and the compute
-  bound (the request's matmul FLOPs over this CPU's measured matmul rate);
+  pip install albert_tf[bench]), in rounds; the ratios to HF's best setting, the compute
+  bound (the request's matmul FLOPs over this CPU's measured matmul rate) and the time to read
+  the weights once per layer at this CPU's measured read rate;
 - profile: where one short request's time goes in each export (matmuls, text ops, the
   encoder loop's control ops, elementwise, and the executor's overhead);
 - concurrency: 1, 4 and 16 clients sending single sentences at once, p50/p99 and texts/s,
@@ -214,12 +215,24 @@ def _peers(paths, preprocessor, config, texts, results):
     tokens = int(preprocessor.token_lengths([SHORT_SENTENCE]).numpy()[0])
     flops = compute_bound.forward_flops(config, tokens)
     bound = {}
+    read_rate = compute_bound.read_rate()
     for dtype in paths:
         rate = compute_bound.matmul_rate(dtype)
-        bound[dtype] = {"matmul_gflop_per_s": rate / 1e9, "bound_ms": 1e3 * flops / rate}
+        weights = compute_bound.weight_bytes(config, 2 if dtype == "bfloat16" else 4)
+        bound[dtype] = {
+            "matmul_gflop_per_s": rate / 1e9,
+            "bound_ms": 1e3 * flops / rate,
+            "weight_read_ms": 1e3 * weights / read_rate,
+        }
         p50 = results[f"serving_albert_tf_{dtype}"]["p50_ms"]
         bound[dtype]["p50_over_bound"] = p50 / bound[dtype]["bound_ms"]
-    results["compute_bound"] = {"tokens": tokens, "gflop": flops / 1e9, **bound}
+        bound[dtype]["p50_over_weight_read"] = p50 / bound[dtype]["weight_read_ms"]
+    results["compute_bound"] = {
+        "tokens": tokens,
+        "gflop": flops / 1e9,
+        "read_gb_per_s": read_rate / 1e9,
+        **bound,
+    }
     if hf is not None:
         hf_names = [name for name in served if name.startswith("hf_")]
         best_p50 = min(results[f"serving_{n}"]["p50_ms"] for n in hf_names)

@@ -23,3 +23,14 @@ def test_forward_flops_by_hand():
 def test_matmul_rate_is_measured():
     rate = compute_bound.matmul_rate("float32", rows=64, inner=64, columns=64, seconds=0.05)
     assert 1e6 < rate < 1e14
+
+
+def test_weight_bytes_by_hand_and_read_rate():
+    config = AlbertConfig(
+        vocab_size=100, embedding_size=4, hidden_size=8, num_attention_heads=2,
+        intermediate_size=16, num_hidden_layers=2,
+    )  # fmt: skip
+    # per block 4*8*8 + 2*8*16 = 512 values, two layers 1024; projection 4*8; pooler 8*8
+    assert compute_bound.weight_bytes(config, 2) == 2 * (1024 + 32 + 64)
+    assert compute_bound.weight_bytes(config, 4) == 2 * compute_bound.weight_bytes(config, 2)
+    assert 1e6 < compute_bound.read_rate(megabytes=1, seconds=0.05) < 1e13

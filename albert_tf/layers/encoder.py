@@ -314,11 +314,15 @@ class AlbertEncoder(keras.layers.Layer):
         bias = block.attention_bias(input_mask)
         if self.serving_layout and training:
             raise ValueError("an encoder in the serving layout only infers (training=False)")
-        attention = self.attention.flat_values()
-        if not self.serving_layout:
+        attention, ffn = self.attention.flat_values(), self.ffn.flat_values()
+        if self.serving_layout:  # biases in float32 once, not in every iteration's dense
+            attention, ffn = (
+                {k: tf.cast(v, tf.float32) if k.endswith("_bias") else v for k, v in w.items()}
+                for w in (attention, ffn)
+            )
+        else:
             attention = block.fuse_query_key_value(attention)
-        attention = _selector(attention)
-        ffn = _selector(self.ffn.flat_values())
+        attention, ffn = _selector(attention), _selector(ffn)
         use_dropout = bool(training) and self.seed_generator is not None
         # Training graphs run the block with its written-out gradient and the elementwise math
         # as XLA kernels; inference graphs (exported SavedModels) stay plain TF ops, so that

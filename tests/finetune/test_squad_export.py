@@ -275,12 +275,14 @@ def test_export_argument_errors(served, tmp_path):
 
 def test_bfloat16_export_answers_like_float32(served, spm_model_file, tmp_path):
     models, paths, _ = served
+    bf16 = export_question_answerer(
+        models["v2"], spm_model_file, str(tmp_path), SETTINGS, N_BEST, MAX_ANSWER,
+        write_warmup=False, compute_dtype="bfloat16",
+    )  # fmt: skip
+    with open(os.path.join(bf16, "assets.extra", "albert_tf.json")) as f:
+        assert json.load(f)["compute_dtype"] == "bfloat16"
     answers = {}
-    for dtype in ("float32", "bfloat16"):
-        path = export_question_answerer(
-            models["v2"], spm_model_file, str(tmp_path / dtype), SETTINGS, N_BEST, MAX_ANSWER,
-            write_warmup=False, compute_dtype=dtype,
-        )  # fmt: skip
+    for dtype, path in (("float32", paths["v2"]), ("bfloat16", bf16)):
         serve = tf.saved_model.load(path).signatures["serving_default"]
         answers[dtype] = serve(question=tf.constant(QUESTIONS), context=tf.constant(CONTEXTS))
     probability = {k: v["has_answer_probability"].numpy() for k, v in answers.items()}

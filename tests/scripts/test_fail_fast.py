@@ -118,7 +118,15 @@ CASES = {
     "benchmark_encoder.py": [TYPO],
     "benchmark_memory.py": [TYPO],
     "benchmark_pretraining.py": [TYPO],
-    "benchmark_serving.py": [TYPO],
+    "benchmark_serving.py": [
+        TYPO,
+        (
+            ["--spm_model_file={present}", "--batching=4:1000"],
+            "--batching: expected max_batch_size:batch_timeout_micros:num_batch_threads",
+        ),
+        (["--spm_model_file={present}", "--clients=0"], "--clients: expected positive integers"),
+        (["--spm_model_file={present}", "--measure=speed"], "--measure: expected some of peers"),
+    ],
     "benchmark_step.py": [TYPO],
 }
 

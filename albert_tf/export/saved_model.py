@@ -218,6 +218,7 @@ def write_export(archive, export_dir, version, description, write_warmup, warmup
             warmup.write_warmup_requests(tmp_dir, "serving_default", list(warmup_batches))
     path = os.path.join(export_dir, str(version))
     logging.info("Exported %s to %s", description["kind"], path)
+    logging.info("%s", precision_note(description.get("compute_dtype", "float32")))
     return path
 
 
@@ -253,13 +254,9 @@ def check_compute_dtype(compute_dtype):
 
 def served_copy(model, compute_dtype="float32"):
     """The copy of `model` an export serves: under `compute_dtype`'s policy, its encoder in the
-    serving layout for bfloat16 (the export's log says what it computes in)."""
+    serving layout for bfloat16."""
     check_compute_dtype(compute_dtype)
-    served = policy_copy(
-        model, COMPUTE_DTYPES[compute_dtype], compute_dtype in SERVING_LAYOUT_DTYPES
-    )
-    logging.info("%s", precision_note(compute_dtype))
-    return served
+    return policy_copy(model, COMPUTE_DTYPES[compute_dtype], compute_dtype in SERVING_LAYOUT_DTYPES)
 
 
 def cpu_bfloat16_flags(path="/proc/cpuinfo"):

@@ -46,6 +46,18 @@ flags.DEFINE_integer("fixed_length", 512, "Fixed padding length to compare again
 flags.DEFINE_integer("latency_reps", 50, "Single-sentence requests timed per pipeline.")
 flags.DEFINE_integer("throughput_batches", 4, "Batches of 32 timed per pipeline.")
 flags.DEFINE_integer("profile_calls", 20, "Requests profiled per export (--measure=profile).")
+flags.DEFINE_integer(
+    "intra_op_threads",
+    0,
+    "TensorFlow's intra-op threads (TF Serving: --tensorflow_intra_op_parallelism); 0: all cores.",
+    lower_bound=0,
+)
+flags.DEFINE_integer(
+    "torch_threads",
+    0,
+    "torch.set_num_threads for the HF pipelines; 0: torch's default.",
+    lower_bound=0,
+)
 flags.DEFINE_list("clients", ["1", "4", "16"], "Concurrent clients (--measure=concurrency).")
 flags.DEFINE_float("client_seconds", 5.0, "Seconds each concurrency setting runs.")
 flags.DEFINE_list(
@@ -147,6 +159,8 @@ def _hf_pipelines(spm_model_file, config, max_length):
     except Exception as e:  # the conversion needs protobuf/sentencepiece; fall back to slow
         logging.warning("AlbertTokenizerFast conversion failed (%s): AlbertTokenizer (slow)", e)
         tokenizer = transformers.AlbertTokenizer(vocab_file=spm_model_file, do_lower_case=True)
+    if FLAGS.torch_threads:
+        torch.set_num_threads(FLAGS.torch_threads)
     model = huggingface_model("AlbertForSequenceClassification", config, num_labels=2).eval()
     bf16_model = copy.deepcopy(model).to(torch.bfloat16)
 
@@ -394,6 +408,8 @@ def main(argv):
     import keras
     import tensorflow as tf
 
+    if FLAGS.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
     from albert_tf.benchmarks.timing import cpu_name
     from albert_tf.config import AlbertConfig
     from albert_tf.models.backbone import AlbertModel
@@ -412,6 +428,8 @@ def main(argv):
     results = {
         "preset": FLAGS.preset,
         "cpu": cpu_name(),
+        "intra_op_threads": FLAGS.intra_op_threads or "all cores",
+        "torch_threads": FLAGS.torch_threads or "default",
         "vocab_size": fixed.vocab_size,
         "pieces_per_text": {
             "mean": float(lengths.mean()),

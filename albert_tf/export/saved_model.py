@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import precision
 from albert_tf.export import batching, versions, warmup
 from albert_tf.export.serving_spec import SavedModelSpec
 
@@ -260,14 +261,9 @@ def served_copy(model, compute_dtype="float32"):
 
 
 def cpu_bfloat16_flags(path="/proc/cpuinfo"):
-    """The bfloat16 matmul features of this CPU among amx_bf16 and avx512_bf16 (empty where
-    /proc/cpuinfo is missing)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            flags = set(f.read().split())
-    except OSError:
-        return []
-    return [flag for flag in ("amx_bf16", "avx512_bf16") if flag in flags]
+    """The bfloat16 matmul features of this CPU (`precision.BF16_CPU_FLAGS` among its flags)."""
+    flags = precision.cpu_flags(path)
+    return [flag for flag in precision.BF16_CPU_FLAGS if flag in flags]
 
 
 def precision_note(compute_dtype):

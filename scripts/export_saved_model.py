@@ -20,7 +20,6 @@ and stored in assets.extra/albert_tf.json.
         --compute_dtype=bfloat16
 """
 
-import inspect
 import json
 import os
 
@@ -114,17 +113,16 @@ def _export_finetuned(write_warmup):
             )
     info = files.read_json(os.path.join(FLAGS.model_dir, INFO_FILE))
     task = task_from_description(info["task"], FLAGS.model_dir)
-    extra = {}
-    if FLAGS.compute_dtype != "float32":
-        accepted = inspect.signature(task.export).parameters
-        if "compute_dtype" not in accepted:
-            cli.fail(
-                f"--compute_dtype={FLAGS.compute_dtype}: a {task.kind} export runs in float32 "
-                "only (bfloat16: classification, regression, tagging and SQuAD tasks, backbones)"
-            )
-        extra = dict(compute_dtype=FLAGS.compute_dtype)
-        if "agreement_texts" in accepted:
-            extra["agreement_texts"] = _agreement_texts(task.spec.is_pair)
+    # What the task's export accepts: FinetuneTask.export_compute_dtypes and
+    # export_agreement_texts (classification, whose spec says whether its texts are pairs).
+    if FLAGS.compute_dtype not in task.export_compute_dtypes:
+        cli.fail(
+            f"--compute_dtype={FLAGS.compute_dtype}: a {task.kind} export runs in float32 "
+            "only (bfloat16: classification, regression, tagging and SQuAD tasks, backbones)"
+        )
+    options = dict(compute_dtype=FLAGS.compute_dtype)
+    if task.export_agreement_texts:
+        options["agreement_texts"] = _agreement_texts(task.spec.is_pair)
     model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
     return task.export(
         model,
@@ -132,7 +130,7 @@ def _export_finetuned(write_warmup):
         version=FLAGS.version,
         max_seq_length=FLAGS.max_seq_length,
         write_warmup=write_warmup,
-        **extra,
+        **options,
     )
 
 

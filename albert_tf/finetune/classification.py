@@ -133,6 +133,8 @@ class SentenceClassificationTask(FinetuneTask):
     kind = "classification"
     data_type = ClassificationData
     output_files = ("submit_results.tsv",)
+    export_compute_dtypes = ("float32", "bfloat16")
+    export_agreement_texts = True
 
     def __init__(self, data, seed=0, spec=None):
         self.data = data
@@ -320,24 +322,6 @@ class SentenceClassificationTask(FinetuneTask):
             litert.text_spec, model, preprocessor, texts, self.kind, self.name, pair, max_seq_length
         )
         return ServingSpec(self.kind, saved, lite)
-
-    def export(
-        self,
-        model,
-        export_dir,
-        version=None,
-        max_seq_length=None,
-        write_warmup="auto",
-        compute_dtype="float32",
-        agreement_texts=None,
-    ):
-        """`export_classifier` (compute_dtype and agreement_texts are passed on)."""
-        from albert_tf.export import saved_model
-
-        spec = self.serving_spec(model, max_seq_length).saved_model(
-            compute_dtype=compute_dtype, agreement_texts=agreement_texts
-        )
-        return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):
         return {

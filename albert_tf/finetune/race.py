@@ -250,10 +250,3 @@ class RaceTask(FinetuneTask):
             multiple_choice_spec, model, self.preprocessor, self.data.max_qa_length, max_seq_length
         )
         return ServingSpec(self.kind, saved)
-
-    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
-        """`export_multiple_choice`."""
-        from albert_tf.export import saved_model
-
-        spec = self.serving_spec(model, max_seq_length).saved_model()
-        return saved_model.build(spec, export_dir, version, write_warmup)

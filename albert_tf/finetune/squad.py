@@ -80,6 +80,7 @@ class SquadTask(FinetuneTask):
         squad_predictions.NBEST_FILE,
         squad_predictions.NULL_ODDS_FILE,
     )
+    export_compute_dtypes = ("float32", "bfloat16")
 
     def __init__(self, data, seed=0):
         self.data = data
@@ -359,21 +360,6 @@ class SquadTask(FinetuneTask):
             header + (["exact_match", "f1"] if labelled else []),
             rows,
         )
-
-    def export(
-        self,
-        model,
-        export_dir,
-        version=None,
-        max_seq_length=None,
-        write_warmup="auto",
-        compute_dtype="float32",
-    ):
-        """`export_question_answerer` (compute_dtype is passed on)."""
-        from albert_tf.export import saved_model
-
-        spec = self.serving_spec(model, max_seq_length).saved_model(compute_dtype=compute_dtype)
-        return saved_model.build(spec, export_dir, version, write_warmup)
 
     def serving_spec(self, model, max_seq_length=None):
         """The model's `ServingSpec`: its SavedModel (`export_question_answerer`) and LiteRT

@@ -49,6 +49,7 @@ class TokenClassificationTask(FinetuneTask):
     kind = "token_classification"
     data_type = TaggingData
     output_files = tuple(PREDICTIONS_FILE.format(split=s) for s in ("dev", "test"))
+    export_compute_dtypes = ("float32", "bfloat16")
 
     def __init__(self, data, seed=0, labels=None):
         self.data = data
@@ -296,21 +297,6 @@ class TokenClassificationTask(FinetuneTask):
             max_seq_length,
         )
         return ServingSpec(self.kind, saved, lite)
-
-    def export(
-        self,
-        model,
-        export_dir,
-        version=None,
-        max_seq_length=None,
-        write_warmup="auto",
-        compute_dtype="float32",
-    ):
-        """`export_token_classifier` (compute_dtype is passed on)."""
-        from albert_tf.export import saved_model
-
-        spec = self.serving_spec(model, max_seq_length).saved_model(compute_dtype=compute_dtype)
-        return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):
         return {**super().describe(), "labels": list(self.labels)}

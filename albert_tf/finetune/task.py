@@ -12,9 +12,9 @@ The runner calls, in order: `configure_text(...)`, `load(splits)`, `sequence_len
 `build_model(backbone)`, `features(split)` and `input_transform()`, then during training
 `postprocess` + `evaluate` on the dev split, and at the end `write_predictions` (the chosen
 model's, on the dev and test splits; `evaluate` on a test split that `is_labelled`) and
-`export`. `describe()` is stored in the output directory's finetune.json, with the
-SentencePiece model as a file beside it (`SPM_MODEL_KEY`); `task_from_description` rebuilds the
-task from it (for exporting later from a finished run).
+`export` (the SavedModel of the task's `serving_spec`). `describe()` is stored in the output
+directory's finetune.json, with the SentencePiece model as a file beside it (`SPM_MODEL_KEY`);
+`task_from_description` rebuilds the task from it (for exporting later from a finished run).
 
 Every task writes `<split>_results.tsv`, a table with a header row for reading the predictions
 (`write_tsv`): one row per example with its id or text, the gold answer (when the split has
@@ -56,7 +56,7 @@ class FinetuneTask(abc.ABC):
     """The task interface of `albert_tf.finetune.run_finetuning` (see the module docstring).
 
     A task must define `load`, `build_model`, `features`, `postprocess`, `evaluate`,
-    `write_predictions` and `export`, and set `kind` and `data_type`. Everything else has a
+    `write_predictions` and `serving_spec`, and set `kind` and `data_type`. Everything else has a
     default for the common layout: `data` holds the task's settings (a `data_type` dataclass),
     `configure_text` sets `preprocessor` (an `AlbertPreprocessor`), `load` fills `examples`
     ({split: that split's examples}); the name is `kind`, the best checkpoint is chosen by
@@ -99,14 +99,14 @@ class FinetuneTask(abc.ABC):
     ...         path = os.path.join(output_dir, f"{split}_results.tsv")
     ...         write_tsv(path, ["index", "prediction"], enumerate(predictions))
     ...
-    ...     def export(
-    ...         self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"
-    ...     ):
-    ...         from albert_tf.export.saved_model import export_classifier
+    ...     def serving_spec(self, model, max_seq_length=None):
+    ...         import functools
     ...
-    ...         return export_classifier(
-    ...             model, self.preprocessor, export_dir, version=version, write_warmup=write_warmup
-    ...         )
+    ...         from albert_tf.export.saved_model import classifier_spec
+    ...         from albert_tf.export.serving_spec import ServingSpec
+    ...
+    ...         saved = functools.partial(classifier_spec, model, self.preprocessor)
+    ...         return ServingSpec(self.kind, saved)  # no LiteRT export
     >>> task = LongTextTask(ClassificationData())
     >>> task.load(["train", "dev"])
     >>> task.name, task.main_metric, task.loaded_splits, task.evaluate(np.array([0, 1]), "dev")
@@ -129,6 +129,12 @@ class FinetuneTask(abc.ABC):
     #: The dev metric (higher is better) that selects the best checkpoint: a key of `evaluate`'s
     #: results (a property where it depends on the data).
     main_metric = "accuracy"
+    #: The `compute_dtype`s `export` accepts: "bfloat16" (bfloat16 weights and matmuls, float32
+    #: outputs) where the SavedModel maker of `serving_spec` takes `compute_dtype`.
+    export_compute_dtypes = ("float32",)
+    #: Whether `export` takes `agreement_texts` (held-out texts a bfloat16 export is compared
+    #: with float32 on; classification only, pairs where its `spec.is_pair`).
+    export_agreement_texts = False
 
     @property
     def name(self):
@@ -233,10 +239,30 @@ class FinetuneTask(abc.ABC):
         """Writes the predictions of `split` into `output_dir` (atomically)."""
 
     @abc.abstractmethod
-    def export(self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto"):
-        """Exports `model` for TF Serving with raw-text signatures (EXPORT_DIR/<version>, with
-        `max_seq_length` tokens at most per sequence: default the training length); returns the
-        version path."""
+    def serving_spec(self, model, max_seq_length=None):
+        """The `albert_tf.export.serving_spec.ServingSpec` of the trained `model`: its raw-text
+        SavedModel (and LiteRT) exports, with `max_seq_length` tokens at most per sequence
+        (default: the training length)."""
+
+    def export(
+        self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto", **options
+    ):
+        """Exports `model` for TF Serving (EXPORT_DIR/<version>: `saved_model.build` of
+        `serving_spec`'s SavedModel, made with `options`: `compute_dtype`, one of
+        `export_compute_dtypes`, and `agreement_texts` where `export_agreement_texts`); returns
+        the version path."""
+        from albert_tf.export import saved_model
+
+        compute_dtype = options.get("compute_dtype", "float32")
+        if compute_dtype not in self.export_compute_dtypes:
+            raise ValueError(
+                f"compute_dtype={compute_dtype!r}: a {self.kind} export computes in "
+                f"{' or '.join(self.export_compute_dtypes)}"
+            )
+        if compute_dtype == "float32":  # every maker's default (RACE's takes no compute_dtype)
+            options.pop("compute_dtype", None)
+        spec = self.serving_spec(model, max_seq_length).saved_model(**options)
+        return saved_model.build(spec, export_dir, version, write_warmup)
 
     def describe(self):
         """A JSON-serialisable description, enough for `from_description` to rebuild the task

@@ -1,9 +1,13 @@
 """The `FinetuneTask` interface: its required members, the documented minimal task run end to
-end by the runner, and the descriptions (finetune.json) the shared defaults build."""
+end by the runner (exported by the default `export`), the descriptions (finetune.json) the
+shared defaults build, and the export options each task kind declares."""
 
 import doctest
+import inspect
 import json
 import os
+
+import pytest
 
 from albert_tf.data import glue
 from albert_tf.finetune import task as task_lib
@@ -16,7 +20,7 @@ REQUIRED = {
     "postprocess",
     "evaluate",
     "write_predictions",
-    "export",
+    "serving_spec",
 }
 
 
@@ -51,9 +55,14 @@ def test_documented_minimal_task_trains_evaluates_and_is_rebuilt(tmp_path, spm_m
         save_checkpoints_steps=2,
         learning_rate=1e-3,
         verbose=0,
+        export_dir=str(tmp_path / "serving"),
     )
     result = run_finetuning(params, task_class(data_class()))
     assert result["global_step"] == 2
+    # the default export builds the SavedModel of the documented `serving_spec`
+    assert result["export"] == str(tmp_path / "serving" / "1")
+    with open(tmp_path / "serving" / "1" / "assets.extra" / "albert_tf.json") as f:
+        assert json.load(f)["kind"] == "classifier"
     assert (result["best"]["metric"], result["best"]["step"]) == ("accuracy", 2)
     with open(tmp_path / "dev_results.tsv", encoding="utf-8") as f:
         assert f.read().splitlines()[0] == "index\tprediction"
@@ -93,3 +102,35 @@ def test_descriptions_keep_their_entries(spm_model_file):
     extra = {"spec", "seed", "pair", "labels", "regression"}
     assert set(classification.describe()) == common | extra
     assert classification.vocab_size == race.vocab_size == tagging.vocab_size == 1000
+
+
+def test_export_options_are_those_the_savedmodel_makers_take():
+    """`export_compute_dtypes` / `export_agreement_texts` (what export_saved_model.py offers)
+    against the parameters of each task kind's SavedModel maker."""
+    from albert_tf.export import saved_model
+    from albert_tf.export.multiple_choice_serving import multiple_choice_spec
+    from albert_tf.export.squad_serving import question_answerer_spec
+    from albert_tf.export.token_classifier_serving import token_classifier_spec
+
+    makers = {
+        "classification": saved_model.classifier_spec,
+        "token_classification": token_classifier_spec,
+        "squad": question_answerer_spec,
+        "race": multiple_choice_spec,
+    }
+    assert set(makers) == set(task_lib.TASK_KINDS)
+    for kind, maker in makers.items():
+        task_class, taken = task_lib.task_class(kind), inspect.signature(maker).parameters
+        assert ("compute_dtype" in taken) == ("bfloat16" in task_class.export_compute_dtypes)
+        assert ("agreement_texts" in taken) == task_class.export_agreement_texts, kind
+    assert FinetuneTask.export_compute_dtypes == ("float32",)
+
+
+def test_default_export_refuses_a_compute_dtype_the_task_does_not_serve():
+    from albert_tf.finetune.race import RaceTask
+    from albert_tf.finetune.task_data import RaceData
+
+    with pytest.raises(
+        ValueError, match=r"^compute_dtype='bfloat16': a race export computes in float32$"
+    ):
+        RaceTask(RaceData(data_dir="race")).export(None, "unused", compute_dtype="bfloat16")

@@ -186,6 +186,33 @@ def test_export_dir_that_cannot_be_created(tmp_path, pretrained_dir):
     error_line(result, "export_saved_model.py", str(blocker), "not a directory")
 
 
+def test_export_bfloat16_of_a_float32_only_task(tmp_path, spm_model_file):
+    """RACE exports in float32 only (`FinetuneTask.export_compute_dtypes`): refused before the
+    model is loaded (model.keras is a placeholder here)."""
+    import json
+
+    from albert_tf.finetune.race import RaceTask
+    from albert_tf.finetune.task_data import RaceData
+
+    task = RaceTask(RaceData(data_dir="race", max_qa_length=8))
+    task.configure_text(spm_model_file, max_seq_length=32)
+    (tmp_path / "finetune.json").write_text(json.dumps({"task": task.describe()}))
+    (tmp_path / "model.keras").write_text("not loaded\n")
+    result = run(
+        "export_saved_model.py",
+        f"--model_dir={tmp_path}",
+        f"--export_dir={tmp_path}/serving",
+        "--compute_dtype=bfloat16",
+    )
+    error_line(
+        result,
+        "export_saved_model.py",
+        "--compute_dtype=bfloat16: a race export runs in float32 only (bfloat16: classification, "
+        "regression, tagging and SQuAD tasks, backbones)",
+    )
+    assert not (tmp_path / "serving").exists()
+
+
 # ---------------------------------------------------------------- error_message, in-process
 def test_user_errors_are_one_line():
     assert cli.error_message(DataError("train.tsv:3: expected 2 fields,\n  found 1")) == (

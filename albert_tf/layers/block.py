@@ -50,6 +50,7 @@ TensorShape([1, 3, 8])
 
 import dataclasses
 import math
+from typing import Optional
 
 import tensorflow as tf
 
@@ -61,6 +62,10 @@ QKV_NAMES = block_weights.QKV_NAMES
 # Dropout sites of a block (see dropout.BlockMasks): the attention probabilities, the attention
 # sublayer's output, the FFN sublayer's output.
 ATTENTION_PROBS_SITE, ATTENTION_OUTPUT_SITE, FFN_OUTPUT_SITE = 0, 1, 2
+# Served inputs of at most this many tokens (batch x sequence) multiply weights first; larger
+# ones activations first (bfloat16 on a 2-core AMX CPU, ALBERT-base: weights first is 1.2-1.3x
+# faster at 16-64 tokens, even at 128, and 1.4-1.7x slower at 4096; docs/benchmarks.md).
+SERVING_WEIGHTS_FIRST_TOKENS = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,8 +79,10 @@ class BlockSettings:
     hidden_dropout: float = 0.0
     fused: bool = False  # training graphs: XLA kernels and the written gradient (see above)
     # Inference on weights in block_weights' serving layout (kernels [out, in], query/key/value
-    # fused): the MatMuls put the weights first.
-    weights_first: bool = False
+    # fused): None (the training layout), "weights_first" (kernel @ x^T: oneDNN reads bfloat16
+    # weights as stored, fastest for few tokens) or "activations_first" (x @ kernel^T: the
+    # weight reorder of each call pays off in large products; see SERVING_WEIGHTS_FIRST_TOKENS).
+    serving_product: Optional[str] = None
 
     @classmethod
     def from_config(cls, config):
@@ -135,14 +142,18 @@ def fuse_query_key_value(weights):
     return fused
 
 
-def _dense(x, kernel, bias, activation=None, weights_first=False):
+def _dense(x, kernel, bias, activation=None, serving_product=None):
     """activation(x [T, in] @ kernel [in, out] + bias): a 2-D MatMul + BiasAdd (+ the activation
     on the 2-D result), which oneDNN fuses into one op (a 3-D x would make a broadcasting
-    BatchMatMul and a separate add, slower on CPU). With `weights_first`, kernel is [out, in]
-    and the product is (kernel @ x^T)^T (see block_weights: the serving layout)."""
-    if weights_first:  # the bias and activation in float32, as oneDNN's fused MatMul does
-        y = tf.cast(tf.transpose(tf.matmul(kernel, x, transpose_b=True)), tf.float32)
-        y = y + tf.cast(bias, tf.float32)
+    BatchMatMul and a separate add, slower on CPU). With a `serving_product`, kernel is
+    [out, in] (block_weights' serving layout) and the product is (kernel @ x^T)^T
+    ("weights_first") or x @ kernel^T ("activations_first")."""
+    if serving_product:  # the bias and activation in float32, as oneDNN's fused MatMul does
+        if serving_product == "weights_first":
+            y = tf.transpose(tf.matmul(kernel, x, transpose_b=True))
+        else:
+            y = tf.matmul(x, kernel, transpose_b=True)
+        y = tf.cast(y, tf.float32) + tf.cast(bias, tf.float32)
         return tf.cast(y if activation is None else activation(y), x.dtype)
     y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return y if activation is None else activation(y)
@@ -194,13 +205,15 @@ def _forward(x, bias, attention, ffn, settings, rates, masks, fused):
     if hidden % settings.num_heads:
         raise ValueError(f"hidden size {hidden} is not divisible by num_heads {settings.num_heads}")
     x2 = tf.reshape(x, [-1, hidden])
-    first = settings.weights_first
-    qkv = _dense(x2, attention["qkv_kernel"], attention["qkv_bias"], weights_first=first)
+    first = settings.serving_product
+    qkv = _dense(x2, attention["qkv_kernel"], attention["qkv_bias"], serving_product=first)
     q, k, v = _split_heads(qkv, batch, seq, settings.num_heads, parts=3)
     scale = 1.0 / math.sqrt(hidden // settings.num_heads)
     probs = elementwise.attention_probs(tf.matmul(q, k, transpose_b=True), bias, scale, fused)
     context = _merge_heads(tf.matmul(drop(probs, ATTENTION_PROBS_SITE), v))
-    out = _dense(context, attention["output_kernel"], attention["output_bias"], weights_first=first)
+    out = _dense(
+        context, attention["output_kernel"], attention["output_bias"], serving_product=first
+    )
     s1 = add_dropped(x2, out, ATTENTION_OUTPUT_SITE)
     eps = settings.layer_norm_eps
     y1, mean1, rstd1 = elementwise.normalize(
@@ -213,7 +226,7 @@ def _forward(x, bias, attention, ffn, settings, rates, masks, fused):
     else:  # activation on the 2-D MatMul + BiasAdd result, for oneDNN's fusion
         pre = None
         act = _dense(y1, ffn["intermediate_kernel"], ffn["intermediate_bias"], activation, first)
-    out = _dense(act, ffn["output_kernel"], ffn["output_bias"], weights_first=first)
+    out = _dense(act, ffn["output_kernel"], ffn["output_bias"], serving_product=first)
     s2 = add_dropped(y1, out, FFN_OUTPUT_SITE)
     y2, mean2, rstd2 = elementwise.normalize(
         s2, ffn["layer_norm_gamma"], ffn["layer_norm_beta"], eps, fused
@@ -315,10 +328,10 @@ def transformer_block(
     separate or fused by fuse_query_key_value); `masks`, {site: bool keep mask}
     (`block_masks(x, settings, seed).at(i)` for block i), is needed only when training with
     dropout. With `settings.fused` the block has the written-out gradient; with
-    `settings.weights_first` it takes weights in block_weights' serving layout (inference
+    `settings.serving_product` it takes weights in block_weights' serving layout (inference
     only)."""
     rates = dropout_rates(settings, training)
-    if settings.weights_first and (settings.fused or training):
+    if settings.serving_product and (settings.fused or training):
         raise ValueError("weights in the serving layout are for inference only (training=False)")
     if set(rates) - set(masks or {}):
         raise ValueError("transformer_block with dropout in training needs its dropout masks")

@@ -247,9 +247,7 @@ class AlbertEncoder(keras.layers.Layer):
         self.seed = seed
         self.recompute = bool(recompute)
         self.serving_layout = bool(serving_layout)
-        self.settings = dataclasses.replace(
-            block.BlockSettings.from_config(config), weights_first=self.serving_layout
-        )
+        self.settings = block.BlockSettings.from_config(config)
         stack = dict(
             inner=config.inner_group_num,
             hidden_size=config.hidden_size,
@@ -333,68 +331,80 @@ class AlbertEncoder(keras.layers.Layer):
         if use_dropout:
             masks = block.block_masks(hidden, settings, self.seed_generator.next())
 
-        def step(i, h):
-            a, f = self.block_indices(i)
+        def run(settings):
+            """The blocks' loop with these block settings."""
 
-            def apply(h, attention_weights, ffn_weights, iteration_masks):
-                return block.transformer_block(
-                    h,
-                    bias,
-                    attention_weights,
-                    ffn_weights,
-                    settings,
-                    training=use_dropout,
-                    masks=iteration_masks,
-                )
+            def step(i, h):
+                a, f = self.block_indices(i)
 
-            drawn = masks.at(i) if use_dropout else {}
-            if not self.recompute:
-                return apply(h, attention(a), ffn(f), drawn)
-            # The backward pass keeps the masks packed 8 to a byte (31 MB instead of 252 at
-            # ALBERT-large, seq 512, 24 layers) and unpacks them to run the block again.
-            if not use_dropout:
-                return recomputed(apply)(h, attention(a), ffn(f), {}, {})
-            packed = masks.pack(drawn)
-            return recomputed(apply, masks.unpack)(h, attention(a), ffn(f), packed, drawn)
+                def apply(h, attention_weights, ffn_weights, iteration_masks):
+                    return block.transformer_block(
+                        h,
+                        bias,
+                        attention_weights,
+                        ffn_weights,
+                        settings,
+                        training=use_dropout,
+                        masks=iteration_masks,
+                    )
 
-        if self.unroll:
-            outputs = []
-            for i in range(n):
-                hidden = step(i, hidden)
-                outputs.append(hidden)
-            result = {"sequence_output": hidden}
+                drawn = masks.at(i) if use_dropout else {}
+                if not self.recompute:
+                    return apply(h, attention(a), ffn(f), drawn)
+                # The backward pass keeps the masks packed 8 to a byte (31 MB instead of 252 at
+                # ALBERT-large, seq 512, 24 layers) and unpacks them to run the block again.
+                if not use_dropout:
+                    return recomputed(apply)(h, attention(a), ffn(f), {}, {})
+                packed = masks.pack(drawn)
+                return recomputed(apply, masks.unpack)(h, attention(a), ffn(f), packed, drawn)
+
+            if self.unroll:
+                h, outputs = hidden, []
+                for i in range(n):
+                    h = step(i, h)
+                    outputs.append(h)
+                result = {"sequence_output": h}
+                if self.output_encoder_outputs:
+                    result["encoder_outputs"] = tf.stack(outputs)
+                return result
+
+            def body(i, h, *array):
+                h = step(i, h)
+                return (i + 1, h) + tuple(a.write(i, h) for a in array)
+
+            loop_vars = (tf.constant(0, tf.int32), hidden)
             if self.output_encoder_outputs:
-                result["encoder_outputs"] = tf.stack(outputs)
+                loop_vars += (
+                    tf.TensorArray(
+                        hidden.dtype, size=n, dynamic_size=False, element_shape=hidden.shape
+                    ),
+                )
+            # The forward iterations are sequential anyway (through h); the backward loop (which
+            # inherits this setting) may start an iteration while the previous one finishes its
+            # weight gradients, which the unrolled graph also overlaps (2 measured best:
+            # docs/notes/encoder_speed.md). With `recompute`, each backward iteration's
+            # recomputation needs only its kept input, so the executor would run several recomputed
+            # blocks at once and hold all their activations: one at a time.
+            final = tf.while_loop(
+                lambda i, *_: i < n,
+                body,
+                loop_vars,
+                maximum_iterations=n,
+                parallel_iterations=1 if self.recompute else 2,
+            )
+            result = {"sequence_output": final[1]}
+            if self.output_encoder_outputs:
+                result["encoder_outputs"] = final[2].stack()
             return result
 
-        def body(i, h, *array):
-            h = step(i, h)
-            return (i + 1, h) + tuple(a.write(i, h) for a in array)
-
-        loop_vars = (tf.constant(0, tf.int32), hidden)
-        if self.output_encoder_outputs:
-            loop_vars += (
-                tf.TensorArray(
-                    hidden.dtype, size=n, dynamic_size=False, element_shape=hidden.shape
-                ),
-            )
-        # The forward iterations are sequential anyway (through h); the backward loop (which
-        # inherits this setting) may start an iteration while the previous one finishes its
-        # weight gradients, which the unrolled graph also overlaps (2 measured best:
-        # docs/notes/encoder_speed.md). With `recompute`, each backward iteration's
-        # recomputation needs only its kept input, so the executor would run several recomputed
-        # blocks at once and hold all their activations: one at a time.
-        final = tf.while_loop(
-            lambda i, *_: i < n,
-            body,
-            loop_vars,
-            maximum_iterations=n,
-            parallel_iterations=1 if self.recompute else 2,
+        if not self.serving_layout:
+            return run(settings)
+        few_tokens = tf.size(input_mask) <= block.SERVING_WEIGHTS_FIRST_TOKENS
+        return tf.cond(
+            few_tokens,
+            lambda: run(dataclasses.replace(settings, serving_product="weights_first")),
+            lambda: run(dataclasses.replace(settings, serving_product="activations_first")),
         )
-        result = {"sequence_output": final[1]}
-        if self.output_encoder_outputs:
-            result["encoder_outputs"] = final[2].stack()
-        return result
 
     def get_config(self):
         return {

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.layers import block
 from albert_tf.models.backbone import AlbertModel
 
 # ------------------------------------------------------------------ independent NumPy reference
@@ -179,10 +180,15 @@ def test_loop_equals_unroll(tiny_config, make_inputs, randomize, sharing, groups
     assert {op.type for op in graph_l.get_operations()} & {"While", "StatelessWhile"}
 
 
+@pytest.mark.parametrize("product", ["weights_first", "activations_first"])
 @pytest.mark.parametrize("sharing,groups,inner", [("all", 1, 1), ("none", 1, 1), ("all", 2, 2)])
 def test_serving_layout_equals_training_layout(
-    tiny_config, make_inputs, randomize, sharing, groups, inner
+    tiny_config, make_inputs, randomize, monkeypatch, sharing, groups, inner, product
 ):
+    # inputs of at most SERVING_WEIGHTS_FIRST_TOKENS tokens multiply weights first, larger ones
+    # activations first: the threshold puts these inputs (14 tokens) on either side
+    threshold = 14 if product == "weights_first" else 13
+    monkeypatch.setattr(block, "SERVING_WEIGHTS_FIRST_TOKENS", threshold)
     config = tiny_config(sharing=sharing, num_hidden_groups=groups, inner_group_num=inner)
     trained = randomize(AlbertModel(config, output_encoder_outputs=True))
     served = AlbertModel(config, output_encoder_outputs=True, serving_layout=True)

@@ -12,9 +12,10 @@ tables use it too.
 
 Served bfloat16 exports keep the same weights in the "serving" layout (`SERVING_WEIGHT_SHAPES`,
 `to_serving`): every kernel stored [out, in] and the query/key/value kernels and biases fused
-into one `qkv_kernel` [3H, H] and `qkv_bias` [3H]. The block's inference MatMuls then put the
-weights first (W [out, in] @ x^T), which oneDNN's bfloat16 (AMX) kernels read as stored, where
-x @ W [in, out] has them repack W on every call (see docs/benchmarks.md, serving).
+into one `qkv_kernel` [3H, H] and `qkv_bias` [3H]. For short requests the block's inference
+MatMuls then put the weights first (W [out, in] @ x^T), which oneDNN's bfloat16 (AMX) kernels
+read as stored, where x @ W [in, out] has them repack W on every call; large requests multiply
+activations first (x @ W^T), where the repacking pays off (see docs/benchmarks.md, serving).
 
 >>> import numpy as np
 >>> training = {n: np.zeros((2, 1) + shape("attention", n, {"hidden_size": 4}))

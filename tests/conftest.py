@@ -49,34 +49,6 @@ def _stdlib_documents():
     return documents
 
 
-# The modules with the longest tests (end-to-end runs of a minute or more), collected first,
-# slowest first. `make test` runs `-n 2 --dist worksteal`: each worker starts on a contiguous
-# half of the collection and an idle worker steals from the end of the other's queue, so the
-# suite ends on short tests instead of one worker finishing a long one while the other waits.
-SLOW_MODULES_FIRST = (
-    "tests/finetune/test_learns.py",
-    "tests/test_docs.py",
-    "tests/finetune/test_squad_run.py",
-    "tests/scripts/test_original_flags.py",
-    "tests/finetune/test_token_classifier_run.py",
-    "tests/model/test_text_inputs.py",
-    "tests/finetune/test_finetune_resume.py",
-    "tests/finetune/test_squad_export.py",
-    "tests/train/test_gcs.py",
-    "tests/faults/test_faults_preemption.py",
-    "tests/finetune/test_gradient_accumulation.py",
-)
-_ROOT = pathlib.Path(__file__).resolve().parent.parent
-_missing = [m for m in SLOW_MODULES_FIRST if not (_ROOT / m).is_file()]
-assert not _missing, f"SLOW_MODULES_FIRST names missing test modules: {_missing}"
-
-
-def pytest_collection_modifyitems(items):
-    """Moves SLOW_MODULES_FIRST's tests to the front (a stable sort: the rest keep their order)."""
-    rank = {module: i for i, module in enumerate(SLOW_MODULES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
-
-
 @pytest.fixture(scope="session")
 def corpus_file(tmp_path_factory):
     """A corpus in the original format: one sentence per line, blank line between documents."""

@@ -63,9 +63,10 @@ QKV_NAMES = block_weights.QKV_NAMES
 # sublayer's output, the FFN sublayer's output.
 ATTENTION_PROBS_SITE, ATTENTION_OUTPUT_SITE, FFN_OUTPUT_SITE = 0, 1, 2
 # Served inputs of at most this many tokens (batch x sequence) multiply weights first; larger
-# ones activations first (bfloat16 on a 2-core AMX CPU, ALBERT-base: weights first is 1.2-1.3x
-# faster at 16-64 tokens, even at 128, and 1.4-1.7x slower at 4096; docs/benchmarks.md).
+# ones activations first, which oneDNN runs faster on large products (docs/benchmarks.md,
+# serving: batches of 32 texts).
 SERVING_WEIGHTS_FIRST_TOKENS = 128
+SERVING_PRODUCTS = (None, "weights_first", "activations_first")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +84,12 @@ class BlockSettings:
     # weights as stored, fastest for few tokens) or "activations_first" (x @ kernel^T: the
     # weight reorder of each call pays off in large products; see SERVING_WEIGHTS_FIRST_TOKENS).
     serving_product: Optional[str] = None
+
+    def __post_init__(self):
+        if self.serving_product not in SERVING_PRODUCTS:
+            raise ValueError(
+                f"serving_product={self.serving_product!r}: expected one of {SERVING_PRODUCTS}"
+            )
 
     @classmethod
     def from_config(cls, config):

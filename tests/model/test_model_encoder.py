@@ -180,6 +180,11 @@ def test_loop_equals_unroll(tiny_config, make_inputs, randomize, sharing, groups
     assert {op.type for op in graph_l.get_operations()} & {"While", "StatelessWhile"}
 
 
+def test_an_unknown_serving_product_is_refused():
+    with pytest.raises(ValueError, match=r"^serving_product='weights': expected one of \(None, "):
+        block.BlockSettings(num_heads=2, serving_product="weights")
+
+
 @pytest.mark.parametrize("product", ["weights_first", "activations_first"])
 @pytest.mark.parametrize("sharing,groups,inner", [("all", 1, 1), ("none", 1, 1), ("all", 2, 2)])
 def test_serving_layout_equals_training_layout(

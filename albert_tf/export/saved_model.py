@@ -17,7 +17,9 @@ gets the trained weights: "float32" (default; a mixed_bfloat16 or TPU-trained mo
 float32) or "bfloat16" (bfloat16 weights and matmuls, float32 outputs: faster on CPUs with
 AVX512-BF16 or AMX; `measure_agreement` states how far it is from float32).
 The preprocessor pads each request batch to its longest text (rounded up to a
-multiple of 8), so a short sentence does not pay for `max_seq_length` positions. The export needs
+multiple of 8), so a short sentence does not pay for `max_seq_length` positions, and the
+classifier runs a batch in chunks of 8 texts of similar length, each cut to its own longest
+(`length_chunks`), so short texts do not pay for a long one in the same request. The export needs
 only TensorFlow and TensorFlow Text ops, which stock TF Serving links.
 `assets.extra/tf_serving_warmup_requests` holds a few requests (when tensorflow-serving-api is
 installed) and `assets.extra/albert_tf.json` describes the export.
@@ -37,7 +39,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import precision
-from albert_tf.export import batching, versions, warmup
+from albert_tf.export import batching, length_chunks, versions, warmup
 from albert_tf.export.serving_spec import SavedModelSpec
 
 # Texts replayed by TF Serving at load time: short, long, empty, non-ASCII.
@@ -156,8 +158,16 @@ def classifier_body(classifier):
     """body(ids dict) -> the classifier's served outputs (see the module docstring): the
     serving_default and predict_ids signatures, and `AlbertClassifier.predict` on raw text."""
     labels = classifier.labels
+    per_class = tf.TensorSpec([None, classifier.num_classes], tf.float32)
+    if classifier.is_regression:
+        specs = {"score": tf.TensorSpec([None], tf.float32)}
+    else:
+        specs = {"probabilities": per_class, "logits": per_class}
+        specs["label"] = tf.TensorSpec([None], tf.int64)
+        if labels:
+            specs["label_name"] = tf.TensorSpec([None], tf.string)
 
-    def body(inputs):
+    def chunk_body(inputs):
         logits = tf.cast(classifier(inputs, training=False), tf.float32)
         if classifier.is_regression:
             return {"score": logits[:, 0]}
@@ -170,6 +180,9 @@ def classifier_body(classifier):
         if labels:
             outputs["label_name"] = tf.gather(tf.constant(labels), label)
         return outputs
+
+    def body(inputs):
+        return length_chunks.run_in_length_chunks(chunk_body, inputs, specs)
 
     return body
 

@@ -21,15 +21,16 @@ from train_support import (
     write_records,
 )
 
-STEPS = 1000
+STEPS = 400
 # One host loop of every step, except that --profile_steps=1,1 ends the first loop after step 1:
-# a second after its progress line, the long loop (steps 2..1000, several seconds even on a fast
-# idle machine) runs. Under heavy load that second may end before step 2 does: the run then stops
-# at step 1, also inside the long loop (it wrote no checkpoint at the end of step 1's loop).
+# a second after its progress line, the long loop (steps 2..400, about 4 s on an idle 2-core
+# machine, still twice that second on a host twice as fast) runs. Under heavy load that second
+# may end before step 2 does: the run then stops at step 1, also inside the long loop (it wrote
+# no checkpoint at the end of step 1's loop).
 SETTINGS = dict(
     num_train_steps=STEPS,
-    steps_per_loop=1000,
-    save_checkpoints_steps=1000,
+    steps_per_loop=STEPS,
+    save_checkpoints_steps=STEPS,
     jit_compile=False,
 )
 
@@ -69,7 +70,7 @@ def test_sigterm_mid_loop_checkpoints_that_step_and_the_rerun_equals_uninterrupt
     code, log = process.wait(timeout=240), "".join(log)
     assert code == 143, log[-3000:]
     stopped = _latest_checkpoint_step(out)
-    assert 1 <= stopped < STEPS, log[-3000:]  # inside the loop of steps 2..1000, not at its end
+    assert 1 <= stopped < STEPS, log[-3000:]  # inside the loop of steps 2..400, not at its end
     assert f"preempted: saved checkpoint {out}/checkpoints/ckpt-{stopped} at step" in log
     trace = os.path.join(out, "summaries", "profile", "plugins", "profile", "*", "*.xplane.pb")
     assert glob.glob(trace), "no profiler trace of step 1"

@@ -154,9 +154,11 @@ def _encode_body(backbone):
     return body
 
 
-def classifier_body(classifier):
+def classifier_body(classifier, length_chunked=True):
     """body(ids dict) -> the classifier's served outputs (see the module docstring): the
-    serving_default and predict_ids signatures, and `AlbertClassifier.predict` on raw text."""
+    serving_default and predict_ids signatures, and `AlbertClassifier.predict` on raw text.
+    With `length_chunked` the rows run in chunks of one padded width (`length_chunks`);
+    without, the whole batch at its given shape (static shapes)."""
     labels = classifier.labels
     per_class = tf.TensorSpec([None, classifier.num_classes], tf.float32)
     if classifier.is_regression:
@@ -182,6 +184,8 @@ def classifier_body(classifier):
         return outputs
 
     def body(inputs):
+        if not length_chunked:
+            return chunk_body(inputs)
         return length_chunks.run_in_length_chunks(chunk_body, inputs, specs)
 
     return body
@@ -383,7 +387,7 @@ def classifier_spec(
 ):
     """The `SavedModelSpec` of `export_classifier` (arguments as there)."""
     model, pre = _served_copy(classifier, preprocessor, dynamic_padding, compute_dtype)
-    head = classifier_body(model)
+    head = classifier_body(model, length_chunked=dynamic_padding)
     description = _description(
         "classifier",
         pre,
@@ -423,7 +427,9 @@ def export_classifier(
         export_dir: base directory (local or gs://); versions are integer subdirectories.
         pair: serving_default and encode take `text` and `text_pair`.
         version: integer version (default: one more than the highest existing).
-        dynamic_padding: pad each request batch to its longest text instead of max_seq_length.
+        dynamic_padding: pad each request batch to its longest text instead of max_seq_length,
+            and run its texts in chunks of one padded width (`length_chunks`); False keeps
+            static shapes (every batch [B, max_seq_length]).
         write_warmup: True, False, or "auto" (write when tensorflow-serving-api is installed).
         compute_dtype: "float32" or "bfloat16" (bfloat16 weights and matmuls: faster on CPUs
             with AVX512-BF16 or AMX; outputs stay float32).

@@ -99,7 +99,8 @@ class AlbertClassifier(AlbertHeadModel):
     def text_predict_function(self, options):
         from albert_tf.export.saved_model import classifier_body
 
-        head, preprocessor = classifier_body(self), self.preprocessor
+        preprocessor = self.preprocessor
+        head = classifier_body(self, length_chunked=preprocessor.dynamic_padding)
         return lambda columns: head(preprocessor(columns))
 
     def default_loss(self):

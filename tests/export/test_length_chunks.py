@@ -78,3 +78,25 @@ def test_classifier_outputs_equal_the_whole_batch_at_once():
     assert served["label"].numpy().tolist() == logits.argmax(-1).tolist()
     names = [b.decode() for b in served["label_name"].numpy()]
     assert names == [["a", "b", "c"][i] for i in logits.argmax(-1)]
+
+
+class _ShapeRecorder:
+    """A stand-in classifier that records the width of every batch it is called on."""
+
+    labels, num_classes, is_regression = None, 2, False
+
+    def __init__(self):
+        self.widths = []
+
+    def __call__(self, inputs, training=False):
+        self.widths.append(int(inputs["input_mask"].shape[1]))
+        return tf.zeros([tf.shape(inputs["input_mask"])[0], 2])
+
+
+@pytest.mark.parametrize("chunked, widths", [(True, [8, 24, 64]), (False, [64])])
+def test_static_shape_exports_run_the_batch_whole(chunked, widths):
+    from albert_tf.export.saved_model import classifier_body
+
+    recorder = _ShapeRecorder()
+    out = classifier_body(recorder, length_chunked=chunked)(_ids([3, 20, 60, 5], 64))
+    assert recorder.widths == widths and out["label"].shape == (4,)

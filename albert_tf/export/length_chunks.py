@@ -6,8 +6,9 @@ encoder's work is padding. `run_in_length_chunks` sorts the rows by length, runs
 rows of each padded width (length rounded up to a multiple of 8) together, at most `chunk_size`
 at a time, each chunk cut to that width, and returns the per-row outputs in the request's order.
 A request whose texts share one padded width (similar sentences, as server-side batching
-gathers) runs as one chunk: only the sort and two gathers are added. A row's outputs do not
-depend on the other rows (padding is masked), so they are those of the whole batch at once.
+gathers) runs as one chunk: only a sort, a one-pass loop and gathers are added. A row's
+outputs do not depend on the other rows (padding is masked), so they are those of the whole
+batch at once.
 
 >>> import tensorflow as tf
 >>> inputs = {"input_mask": tf.constant([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 0, 0]])}

@@ -18,8 +18,8 @@ float32) or "bfloat16" (bfloat16 weights and matmuls, float32 outputs: faster on
 AVX512-BF16 or AMX; `measure_agreement` states how far it is from float32).
 The preprocessor pads each request batch to its longest text (rounded up to a
 multiple of 8), so a short sentence does not pay for `max_seq_length` positions, and the
-classifier runs a batch in chunks of 8 texts of similar length, each cut to its own longest
-(`length_chunks`), so short texts do not pay for a long one in the same request. The export needs
+classifier runs the texts of each padded width together (`length_chunks`), so short texts do
+not pay for a long one in the same request. The export needs
 only TensorFlow and TensorFlow Text ops, which stock TF Serving links.
 `assets.extra/tf_serving_warmup_requests` holds a few requests (when tensorflow-serving-api is
 installed) and `assets.extra/albert_tf.json` describes the export.

@@ -24,6 +24,8 @@ batch at once.
 
 import tensorflow as tf
 
+from albert_tf.text.preprocessing_layers import bucketed_length
+
 #: At most this many rows per chunk (bounds one chunk's memory in a large request).
 CHUNK_SIZE = 32
 #: Rows are padded to a multiple of this; the rows of one padded width form a chunk.
@@ -42,7 +44,7 @@ def run_in_length_chunks(fn, inputs, specs, chunk_size=CHUNK_SIZE, multiple=WIDT
     mask = inputs["input_mask"]
     batch, seq = tf.shape(mask)[0], tf.shape(mask)[1]
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
-    widths = tf.minimum((tf.maximum(lengths, 1) + multiple - 1) // multiple * multiple, seq)
+    widths = bucketed_length(tf.maximum(lengths, 1), multiple, seq)
     order = tf.argsort(widths, stable=True)
     ordered = {name: tf.gather(value, order) for name, value in inputs.items()}
     ordered_widths = tf.gather(widths, order)

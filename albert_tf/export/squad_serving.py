@@ -41,7 +41,7 @@ from albert_tf.data.squad_features import EMPTY_SCORE, NO_WINDOW_NULL_SCORE, Fea
 from albert_tf.export import saved_model
 from albert_tf.export.serving_spec import SavedModelSpec
 from albert_tf.text import graph_offsets
-from albert_tf.text.preprocessing_layers import TextTokenizer
+from albert_tf.text.preprocessing_layers import TextTokenizer, bucketed_length
 
 _TEXT = tf.TensorSpec([None], tf.string)
 #: The score of "" when no span is valid: the Python placeholder's start + end logit.
@@ -123,7 +123,7 @@ def question_windows(question_ids, context_ids, settings, cls_id, sep_id, pad_to
     shape = [None, seq]
     if pad_to_longest:  # a short context does not pay for max_seq_length positions
         longest = tf.reduce_max(tf.concat([ids.row_lengths(), [1]], 0))
-        width = tf.minimum(_ceil_div(longest, PAD_MULTIPLE) * PAD_MULTIPLE, seq)
+        width = bucketed_length(longest, PAD_MULTIPLE, seq)
         shape = tf.stack([n, tf.cast(width, tf.int64)])
     before = tf.concat([column(1), ones, column(1)], axis=1)  # [CLS] question [SEP]
     p_mask = tf.concat([column(0), ones, column(1), tf.zeros_like(pieces), column(1)], axis=1)

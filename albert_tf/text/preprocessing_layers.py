@@ -19,6 +19,16 @@ TRUNCATIONS = ("round_robin", "longest_first")
 PAD_TO = ("fixed", "longest")
 
 
+def bucketed_length(length, bucket, max_length):
+    """`length` (an integer tensor) rounded up to a multiple of `bucket`, at most `max_length`:
+    the padded length of a batch (or chunk) whose longest row has `length` pieces.
+
+    >>> bucketed_length(tf.constant([1, 8, 9, 70]), 8, 64).numpy().tolist()
+    [8, 8, 16, 64]
+    """
+    return tf.minimum((length + bucket - 1) // bucket * bucket, max_length)
+
+
 def renamed_config(config):
     """A copy of a layer config with the key older versions wrote, `seq_length`, renamed
     `max_seq_length`, so saved models and descriptions from before the rename still load.
@@ -226,9 +236,7 @@ class SegmentPacker(_StringLayer):
         shortest = min(2, self.max_seq_length)
         longest = tf.reduce_max(tf.concat([ids.row_lengths(), [shortest]], axis=0))
         if self.bucket:
-            longest = tf.minimum(
-                (longest + self.bucket - 1) // self.bucket * self.bucket, self.max_seq_length
-            )
+            longest = bucketed_length(longest, self.bucket, self.max_seq_length)
         return tf.stack([ids.nrows(), longest])
 
     def get_config(self):

@@ -67,6 +67,11 @@ ATTENTION_PROBS_SITE, ATTENTION_OUTPUT_SITE, FFN_OUTPUT_SITE = 0, 1, 2
 # serving: batches of 32 texts).
 SERVING_WEIGHTS_FIRST_TOKENS = 128
 SERVING_PRODUCTS = (None, "weights_first", "activations_first")
+# Served products are split on the weights' output axis into this many independent MatMuls
+# (with their bias and activation), which TensorFlow's executor runs on separate inter-op
+# threads: with one intra-op thread per op (TF Serving's --tensorflow_intra_op_parallelism=1),
+# a single request's MatMuls use two cores instead of one (docs/benchmarks.md, serving).
+SERVING_MATMUL_PARTS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,18 +157,31 @@ def fuse_query_key_value(weights):
 def _dense(x, kernel, bias, activation=None, serving_product=None):
     """activation(x [T, in] @ kernel [in, out] + bias): a 2-D MatMul + BiasAdd (+ the activation
     on the 2-D result), which oneDNN fuses into one op (a 3-D x would make a broadcasting
-    BatchMatMul and a separate add, slower on CPU). With a `serving_product`, kernel is
-    [out, in] (block_weights' serving layout) and the product is (kernel @ x^T)^T
-    ("weights_first") or x @ kernel^T ("activations_first")."""
-    if serving_product:  # the bias and activation in float32, as oneDNN's fused MatMul does
-        if serving_product == "weights_first":
-            y = tf.transpose(tf.matmul(kernel, x, transpose_b=True))
-        else:
-            y = tf.matmul(x, kernel, transpose_b=True)
-        y = tf.cast(y, tf.float32) + tf.cast(bias, tf.float32)
-        return tf.cast(y if activation is None else activation(y), x.dtype)
+    BatchMatMul and a separate add, slower on CPU). With a `serving_product`, see
+    `_serving_dense`."""
+    if serving_product:
+        return _serving_dense(x, kernel, bias, activation, serving_product)
     y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     return y if activation is None else activation(y)
+
+
+def _serving_dense(x, kernel, bias, activation, serving_product):
+    """`_dense` on a kernel [out, in] (block_weights' serving layout): the product is
+    (kernel @ x^T)^T ("weights_first") or x @ kernel^T ("activations_first"), the bias and
+    activation in float32 (as oneDNN's fused MatMul computes them). It runs as
+    SERVING_MATMUL_PARTS independent pieces, each on a slice of the output axis (a split on a
+    kernel's first axis shares its buffer: no copy), joined at the end."""
+    out = kernel.shape[0]
+    parts = SERVING_MATMUL_PARTS if out % SERVING_MATMUL_PARTS == 0 else 1
+    pieces = []
+    for part, part_bias in zip(tf.split(kernel, parts), tf.split(bias, parts)):
+        if serving_product == "weights_first":
+            y = tf.transpose(tf.matmul(part, x, transpose_b=True))
+        else:
+            y = tf.matmul(x, part, transpose_b=True)
+        y = tf.cast(y, tf.float32) + tf.cast(part_bias, tf.float32)
+        pieces.append(tf.cast(y if activation is None else activation(y), x.dtype))
+    return pieces[0] if parts == 1 else tf.concat(pieces, -1)
 
 
 def _dense_gradient(x, kernel, dy):

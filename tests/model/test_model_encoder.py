@@ -213,6 +213,39 @@ def test_serving_layout_equals_training_layout(
         trained.encoder.load_training_layout(served.encoder)
 
 
+def _matmul_count(graph):
+    graph_def = graph.as_graph_def()
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    return sum(node.op == "MatMul" for node in nodes)
+
+
+@pytest.mark.parametrize("intermediate_size", [24, 25])
+def test_served_products_run_in_parts(
+    tiny_config, make_inputs, randomize, monkeypatch, intermediate_size
+):
+    # each served product is SERVING_MATMUL_PARTS MatMuls on slices of the kernel's output axis
+    # (an output axis that does not divide, here the FFN's intermediate 25, stays one MatMul)
+    config = tiny_config(intermediate_size=intermediate_size)
+    trained = randomize(AlbertModel(config))
+    served = AlbertModel(config, serving_layout=True)
+    served.embeddings.set_weights(trained.embeddings.get_weights())
+    served.pooler.set_weights(trained.pooler.get_weights())
+    served.encoder.load_training_layout(trained.encoder)
+    inputs = make_inputs(lengths=[7, 5])
+    outputs, matmuls = {}, {}
+    for parts in (1, 2):
+        monkeypatch.setattr(block, "SERVING_MATMUL_PARTS", parts)
+        fn = tf.function(lambda x: served(x, training=False)["sequence_output"])
+        matmuls[parts] = _matmul_count(fn.get_concrete_function(inputs).graph)
+        outputs[parts] = fn(inputs).numpy()
+    assert_close_to_scale(outputs[1], outputs[2], 1e-6)
+    assert_close_to_scale(trained(inputs)["sequence_output"].numpy(), outputs[2], 1e-6)
+    split = 4 if intermediate_size % 2 == 0 else 3  # of the block's 4 products
+    # one more MatMul per split product, in each of the two products' loops (weights first and
+    # activations first)
+    assert matmuls[2] == matmuls[1] + 2 * split
+
+
 def test_graph_size_does_not_grow_with_depth(tiny_config, make_inputs):
     inputs = make_inputs()
 

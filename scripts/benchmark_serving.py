@@ -226,7 +226,8 @@ def _peers(paths, preprocessor, config, texts, results):
     for name, figures in _timed(served, texts).items():
         results[f"serving_{name}"] = figures
         logging.info("serving %s: %s", name, figures)
-    tokens = int(preprocessor.token_lengths([SHORT_SENTENCE]).numpy()[0])
+    # the positions the model computes: the pieces with [CLS] and [SEP]
+    tokens = int(tf.reduce_sum(preprocessor({"text": tf.constant([SHORT_SENTENCE])})["input_mask"]))
     flops = compute_bound.forward_flops(config, tokens)
     bound = {}
     read_rate = compute_bound.read_rate()

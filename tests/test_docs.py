@@ -28,6 +28,11 @@ Directives, HTML comments on the lines right above a fence (GitHub does not show
     <!-- test: slow -->                   a measurement's command (still tiny): run only with
                                           ALBERT_TF_SLOW_DOCS=1, to keep this test near 90 s
 A failure names the document and the line of the block.
+
+A block that only repeats what another test runs in full (FLAGS_ONLY below, each entry naming
+that test) runs its `scripts/*.py` commands with absl's `--only_check_args`: the flags and
+flagfiles are parsed and checked (an unknown or misspelt flag, a bad value or a missing flagfile
+fails), nothing is trained.
 """
 
 import dataclasses
@@ -122,6 +127,18 @@ TINY_FLAGS = {
 }
 
 
+# (document, text of one block): why running the block in full would only repeat another test.
+FLAGS_ONLY = {
+    ("docs/finetune.md", "--flagfile=flags/glue_mnli.flags --gradient_accumulation_steps=16"): (
+        'the first command of the block of "GLUE and your own data" (run_classifier.py, '
+        "glue_mrpc.flags after the replace, glue_data, pretrained/), which runs in full, plus "
+        "--gradient_accumulation_steps, which tests/finetune/test_finetune_resume.py::"
+        "test_sigterm_sigkill_resume_equals_uninterrupted runs in full through run_classifier.py "
+        "(micro-batch 2 x 2 accumulation steps: training, evaluation, export, resume)"
+    ),
+}
+
+
 @dataclasses.dataclass
 class Block:
     document: str
@@ -191,16 +208,34 @@ def prepared_source(block):
 
 def _append_flagfile(source, flagfile):
     """Appends --flagfile=FILE to each logical line that runs a scripts/*.py command."""
+    source, count = _append_to_script_commands(source, f"--flagfile={flagfile}")
+    assert count, f"`test: flags {flagfile}`: no scripts/*.py command in the block"
+    return source
+
+
+def _append_to_script_commands(source, argument):
+    """(source with `argument` appended to each logical line running a scripts/*.py command,
+    the number of such lines)."""
     logical = source.replace("\\\n", " ").splitlines()
     out, count = [], 0
     for line in logical:
         if SCRIPT_COMMAND.search(line) and not line.lstrip().startswith("#"):
             code, comment = re.match(r"(.*?)(\s+#[^'\"]*)?$", line).groups()
-            line = f"{code} --flagfile={flagfile}{comment or ''}"
+            line = f"{code} {argument}{comment or ''}"
             count += 1
         out.append(line)
-    assert count, f"`test: flags {flagfile}`: no scripts/*.py command in the block"
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", count
+
+
+def flags_only(block):
+    """The FLAGS_ONLY reason for `block`, or None: it then runs with --only_check_args."""
+    reasons = [
+        reason
+        for (document, text), reason in FLAGS_ONLY.items()
+        if document == block.document and text in block.source
+    ]
+    assert len(reasons) <= 1, f"{block}: more than one FLAGS_ONLY entry"
+    return reasons[0] if reasons else None
 
 
 def _write_glue_and_csv(root, sentences):
@@ -415,6 +450,14 @@ def test_every_directive_belongs_to_a_block():
         )
 
 
+def test_every_flags_only_entry_names_one_shell_block():
+    """A FLAGS_ONLY entry that matches no block (the doc changed) or a non-shell one fails."""
+    for document, text in FLAGS_ONLY:
+        matches = [b for b in blocks(document) if text in b.source]
+        assert len(matches) == 1, f"FLAGS_ONLY {text!r}: {len(matches)} blocks of {document}"
+        assert matches[0].language in SHELL, f"{matches[0]}: FLAGS_ONLY applies to shell blocks"
+
+
 def test_directives_parse_and_apply(monkeypatch):
     block = Block(
         "x.md",
@@ -458,6 +501,9 @@ def test_document_code_runs(document, stand_ins, request, tmp_path, monkeypatch)
             if block.language in PYTHON:
                 _run_python(block, source, namespace)
             else:
+                if flags_only(block):  # what another test runs in full: flags checked only
+                    source, count = _append_to_script_commands(source, "--only_check_args")
+                    assert count, f"{block}: a FLAGS_ONLY block needs a scripts/*.py command"
                 _run_shell(block, source, cwd)
     finally:
         keras.mixed_precision.set_global_policy(policy)

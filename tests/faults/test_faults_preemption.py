@@ -3,15 +3,17 @@ run stops at the next step boundary, writes a checkpoint there and exits 143, an
 command again ends with the weights of an uninterrupted run. Also --profile_steps' trace from a
 script run, and the one-line errors of the new flags."""
 
+import concurrent.futures
 import glob
 import json
 import os
 import signal
 import subprocess
-import threading
+import time
 
 import pytest
 from fault_commands import TINY_CONFIG
+from fault_support import cpu_seconds
 from train_support import (
     checkpoint_values,
     max_difference,
@@ -21,12 +23,15 @@ from train_support import (
     write_records,
 )
 
-STEPS = 400
-# One host loop of every step, except that --profile_steps=1,1 ends the first loop after step 1:
-# a second after its progress line, the long loop (steps 2..400, about 4 s on an idle 2-core
-# machine, still twice that second on a host twice as fast) runs. Under heavy load that second
-# may end before step 2 does: the run then stops at step 1, also inside the long loop (it wrote
-# no checkpoint at the end of step 1's loop).
+STEPS = 200
+# One host loop of every step, except that --profile_steps=1,1 ends the first loop after step 1
+# ("Wrote the profile of steps 1-1" is its last line). SIGTERM goes once the run has used
+# SIGNAL_CPU_SECONDS more of its own CPU time after that line: some 30 steps into the long loop
+# of steps 2..200 (about 8 ms of CPU a step on a 2-core machine; the loop takes over 1.5 CPU-s),
+# wherever the load on the machine puts them in wall time. A run stopped at step 1 (its stop
+# request seen before the loop's first step) also stopped inside the long loop: it wrote no
+# checkpoint at the end of step 1's loop.
+SIGNAL_CPU_SECONDS = 0.25
 SETTINGS = dict(
     num_train_steps=STEPS,
     steps_per_loop=STEPS,
@@ -49,6 +54,43 @@ def _latest_checkpoint_step(output_dir):
     return max(int(name[: -len(".index")].rsplit("-", 1)[1]) for name in names)
 
 
+def _signal_after_cpu(process, seconds, sig):
+    """Sends `sig` to `process` once it has used `seconds` more CPU time than now (or not, if
+    it ends first)."""
+    start = cpu_seconds(process.pid)
+    while process.poll() is None:
+        used = cpu_seconds(process.pid)
+        if start is not None and used is not None and used - start >= seconds:
+            process.send_signal(sig)
+            return
+        time.sleep(0.005)
+
+
+def _preempt_then_rerun(args, output_dir):
+    """The run with SIGTERM mid-loop, then the same command again: (code, log, step of its
+    latest checkpoint, rerun)."""
+    process = run_script(
+        args + ["--profile_steps=1,1"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    log, signaller = [], None
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        for line in process.stderr:
+            log.append(line)
+            if signaller is None and "Wrote the profile of steps 1-1" in line:
+                signaller = pool.submit(
+                    _signal_after_cpu, process, SIGNAL_CPU_SECONDS, signal.SIGTERM
+                )
+        code = process.wait(timeout=240)
+    if signaller is not None:
+        signaller.result()
+    if code != 143:
+        return code, "".join(log), None, None
+    return code, "".join(log), _latest_checkpoint_step(output_dir), run_script(args)
+
+
 def test_sigterm_mid_loop_checkpoints_that_step_and_the_rerun_equals_uninterrupted(
     tiny_records, tmp_path
 ):
@@ -56,34 +98,25 @@ def test_sigterm_mid_loop_checkpoints_that_step_and_the_rerun_equals_uninterrupt
 
     out = str(tmp_path / "preempted")
     args = tiny_flags(tiny_records, out, **SETTINGS)
-    process = run_script(
-        args + ["--profile_steps=1,1"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    log = []
-    for line in process.stderr:
-        log.append(line)
-        if f"step 1/{STEPS}" in line:
-            threading.Timer(1.0, process.send_signal, (signal.SIGTERM,)).start()
-    code, log = process.wait(timeout=240), "".join(log)
-    assert code == 143, log[-3000:]
-    stopped = _latest_checkpoint_step(out)
-    assert 1 <= stopped < STEPS, log[-3000:]  # inside the loop of steps 2..400, not at its end
-    assert f"preempted: saved checkpoint {out}/checkpoints/ckpt-{stopped} at step" in log
-    trace = os.path.join(out, "summaries", "profile", "plugins", "profile", "*", "*.xplane.pb")
-    assert glob.glob(trace), "no profiler trace of step 1"
-
-    rerun = run_script(args)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert f"at step {stopped}" in rerun.stderr
-
     reference = str(tmp_path / "uninterrupted")
     params = tiny_params(
         tiny_records, reference, learning_rate=0.01, num_warmup_steps=2, **SETTINGS
     )
-    runner.run_pretraining(params)
+    # The script runs go on in their own processes while this one trains the reference.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        script_runs = pool.submit(_preempt_then_rerun, args, out)
+        runner.run_pretraining(params)
+        code, log, stopped, rerun = script_runs.result()
+
+    assert code == 143, log[-3000:]
+    assert 1 <= stopped < STEPS, log[-3000:]  # inside the loop of steps 2..STEPS, not at its end
+    assert f"preempted: saved checkpoint {out}/checkpoints/ckpt-{stopped} at step" in log
+    trace = os.path.join(out, "summaries", "profile", "plugins", "profile", "*", "*.xplane.pb")
+    assert glob.glob(trace), "no profiler trace of step 1"
+
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"at step {stopped}" in rerun.stderr
+
     final = [
         checkpoint_values(os.path.join(d, "checkpoints", f"ckpt-{STEPS}")) for d in (out, reference)
     ]

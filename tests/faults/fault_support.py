@@ -37,6 +37,8 @@ import threading
 import time
 import zipfile
 
+from signal_support import cpu_seconds
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOAK_ENV, SEED_ENV = "ALBERT_TF_FAULT_SOAK", "ALBERT_TF_FAULT_SEED"
 SEED = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(1_000_000))
@@ -183,16 +185,6 @@ class Run:
             f"exit {self.code} after {self.seconds:.1f}s ({self.cpu:.1f} CPU-s{killed}): "
             f"{' '.join(self.command[1:])}\n{self.stderr[-tail:]}"
         )
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of a running process (all its threads), or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _kill_group(pid):

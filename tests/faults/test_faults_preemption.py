@@ -9,11 +9,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 from fault_commands import TINY_CONFIG
-from fault_support import cpu_seconds
+from signal_support import run_until
 from train_support import (
     checkpoint_values,
     max_difference,
@@ -54,18 +53,6 @@ def _latest_checkpoint_step(output_dir):
     return max(int(name[: -len(".index")].rsplit("-", 1)[1]) for name in names)
 
 
-def _signal_after_cpu(process, seconds, sig):
-    """Sends `sig` to `process` once it has used `seconds` more CPU time than now (or not, if
-    it ends first)."""
-    start = cpu_seconds(process.pid)
-    while process.poll() is None:
-        used = cpu_seconds(process.pid)
-        if start is not None and used is not None and used - start >= seconds:
-            process.send_signal(sig)
-            return
-        time.sleep(0.005)
-
-
 def _preempt_then_rerun(args, output_dir):
     """The run with SIGTERM mid-loop, then the same command again: (code, log, step of its
     latest checkpoint, rerun)."""
@@ -75,20 +62,16 @@ def _preempt_then_rerun(args, output_dir):
         stdout=subprocess.DEVNULL,
         text=True,
     )
-    log, signaller = [], None
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        for line in process.stderr:
-            log.append(line)
-            if signaller is None and "Wrote the profile of steps 1-1" in line:
-                signaller = pool.submit(
-                    _signal_after_cpu, process, SIGNAL_CPU_SECONDS, signal.SIGTERM
-                )
-        code = process.wait(timeout=240)
-    if signaller is not None:
-        signaller.result()
+    code, log = run_until(
+        process,
+        "Wrote the profile of steps 1-1",
+        signal.SIGTERM,
+        timeout=240,
+        after_cpu_seconds=SIGNAL_CPU_SECONDS,
+    )
     if code != 143:
-        return code, "".join(log), None, None
-    return code, "".join(log), _latest_checkpoint_step(output_dir), run_script(args)
+        return code, log, None, None
+    return code, log, _latest_checkpoint_step(output_dir), run_script(args)
 
 
 def test_sigterm_mid_loop_checkpoints_that_step_and_the_rerun_equals_uninterrupted(

@@ -44,7 +44,7 @@ _EXPORTS = {
     "AlbertPretrainer": "albert_tf.models.pretrainer",
     "AlbertClassifier": "albert_tf.models.classifier",
     "AlbertPreprocessor": "albert_tf.models.preprocessor",
-    "load": "albert_tf.models.model_dir",
+    "load": "albert_tf.sources",
     "save": "albert_tf.models.model_dir",
 }
 

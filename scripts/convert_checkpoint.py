@@ -22,6 +22,12 @@ AlbertTokenClassifier, beside its backbone directory), and back:
     python scripts/convert_checkpoint.py --source_format=albert_tf --input=albert_mnli \
         --target_format=huggingface --output_dir=albert_mnli_hf
 
+A released model, Hugging Face repository, address or TF Hub handle by name (fetched, checked,
+converted and cached as `albert_tf.sources` describes; --source_format is then not needed):
+
+    python scripts/convert_checkpoint.py --input=albert_base_v2 --target_format=huggingface \
+        --output_dir=albert_base_v2_hf
+
 `albert_tf.load(output_dir)` reads an albert_tf output directory;
 `keras.saving.load_model(output_dir + "/model.keras")` a fine-tuned one. Errors are one line on
 stderr with exit code 1.
@@ -32,9 +38,9 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ log: see albert_tf/cli.py
 os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the checks: see cli.py
 
-from absl import flags  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli, input_paths  # noqa: E402
+from albert_tf import cli, input_paths, sources  # noqa: E402
 from albert_tf.convert.checkpoint import SOURCE_FORMATS, TARGET_FORMATS  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -45,9 +51,15 @@ flags.DEFINE_enum(
     list(SOURCE_FORMATS),
     "original: a TF1 checkpoint prefix (or its directory) + albert_config.json; "
     "huggingface: a directory with config.json + model.safetensors; albert_tf: a "
-    "directory written by albert_tf.save, or one with a fine-tuned model.keras.",
+    "directory written by albert_tf.save, or one with a fine-tuned model.keras. Not needed "
+    "for a named --input (detected).",
 )
-flags.DEFINE_string("input", None, "The checkpoint prefix or directory to convert.")
+flags.DEFINE_string(
+    "input",
+    None,
+    "The checkpoint prefix or directory to convert, or a model by name: albert_base_v2 (a "
+    "released model), hf://<repo_id>[@revision], an https:// or gs:// address, a TF Hub handle.",
+)
 flags.DEFINE_string(
     "config_file",
     None,
@@ -76,7 +88,7 @@ flags.DEFINE_list(
     "(e.g. a fine-tuned classifier); anything else unused is an error.",
 )
 
-flags.mark_flags_as_required(["source_format", "input", "output_dir"])
+flags.mark_flags_as_required(["input", "output_dir"])
 
 
 @flags.multi_flags_validator(
@@ -112,17 +124,37 @@ def _ignore_only_for_foreign(values):
     return not values["ignore_variables"] or values["source_format"] != "albert_tf"
 
 
+def _fetched(value, source_format):
+    """Whether --input is a model to fetch by name (a gs:// path with --source_format is read
+    in place, as a local one)."""
+    return sources.is_named(value) and not (value.startswith("gs://") and source_format)
+
+
 def main(argv):
     del argv  # cli.run refuses positional arguments
-    original = FLAGS.source_format == "original"  # a checkpoint prefix, or its directory
-    input_paths.check_exists("input", FLAGS.input, checkpoint=original)
+    source_format, path = FLAGS.source_format, FLAGS.input
+    fetched = _fetched(path, source_format)
+    if fetched:
+        sources.check_spec("input", path)
+    elif source_format is None:
+        cli.fail(
+            f"--source_format is required for --input={path} (original, huggingface or "
+            "albert_tf); models by name need none"
+        )
+    else:  # an original checkpoint may be a prefix, or its directory
+        sources.check_spec("input", path, checkpoint=source_format == "original")
     input_paths.check_fields(FLAGS, ("config_file", "spm_model_file"))
     cli.load_tensorflow()
     from albert_tf.convert.checkpoint import convert_checkpoint
 
+    if fetched:
+        if source_format is not None:
+            logging.info("--source_format=%s: %s is detected on fetching", source_format, path)
+        sources.save_as(path, FLAGS.output_dir, FLAGS.target_format, FLAGS.spm_model_file)
+        return
     convert_checkpoint(
-        FLAGS.source_format,
-        FLAGS.input,
+        source_format,
+        path,
         FLAGS.output_dir,
         target_format=FLAGS.target_format,
         config_file=FLAGS.config_file,

@@ -8,6 +8,10 @@ A pretrained backbone for embeddings (a directory written by albert_tf.save):
 
     python scripts/export_saved_model.py --pretrained_dir=pretrained/ --export_dir=/models/albert
 
+or a released model by name, fetched and cached (`albert_tf.sources`):
+
+    python scripts/export_saved_model.py --pretrained_dir=albert_base_v2 --export_dir=/models/albert
+
 Run it in its own process (not inside a TPU job): the model is rebuilt under float32, or with
 --compute_dtype=bfloat16 in bfloat16 (bfloat16 weights and matmuls, float32 outputs; faster on
 CPUs with AVX512-BF16 or AMX; classifiers, token classifiers, SQuAD models and backbones). A
@@ -28,12 +32,17 @@ os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the che
 
 from absl import flags, logging  # noqa: E402
 
-from albert_tf import cli, input_paths  # noqa: E402
+from albert_tf import cli, input_paths, sources  # noqa: E402
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("model_dir", None, "Fine-tuning output dir (model.keras, finetune.json).")
-flags.DEFINE_string("pretrained_dir", None, "Pretrained model dir: export the backbone (encode).")
+flags.DEFINE_string(
+    "pretrained_dir",
+    None,
+    "Pretrained model dir, or a model by name (albert_base_v2, hf://<repo_id>, an https:// or "
+    "gs:// address, a TF Hub handle): export the backbone (encode).",
+)
 flags.DEFINE_string("export_dir", None, "Base directory; versions are integer subdirectories.")
 flags.DEFINE_integer("version", None, "Version number (default: highest existing + 1).")
 flags.DEFINE_string(
@@ -139,16 +148,17 @@ def _export_backbone(write_warmup):
     from albert_tf.models import model_dir
     from albert_tf.models.preprocessor import AlbertPreprocessor
 
-    if not (FLAGS.spm_model_file or model_dir.spm_model_path(FLAGS.pretrained_dir)):
+    directory = sources.model_directory(FLAGS.pretrained_dir)  # a name: fetched and cached
+    if not (FLAGS.spm_model_file or model_dir.spm_model_path(directory)):
         cli.fail("--spm_model_file is required: the pretrained dir has no spm.model")
     preprocessor = AlbertPreprocessor.from_pretrained(  # with the dir's text settings
-        FLAGS.pretrained_dir,
+        directory,
         FLAGS.spm_model_file,
         lower_case=FLAGS.do_lower_case,
         max_seq_length=FLAGS.max_seq_length or 128,
     )
     return export_backbone(
-        model_dir.load_backbone(FLAGS.pretrained_dir),
+        model_dir.load_backbone(directory),
         preprocessor,
         FLAGS.export_dir,
         pair=FLAGS.pair,
@@ -170,8 +180,9 @@ def main(argv):
         cli.fail(f"--max_seq_length must be in [3, 512], got {FLAGS.max_seq_length}")
     if FLAGS.agreement_texts < 1:
         cli.fail(f"--agreement_texts must be >= 1, got {FLAGS.agreement_texts}")
-    paths = ("model_dir", "pretrained_dir", "spm_model_file", "agreement_file")
-    input_paths.check_fields(FLAGS, paths)  # before TensorFlow loads
+    input_paths.check_fields(FLAGS, ("model_dir", "spm_model_file", "agreement_file"))
+    if FLAGS.pretrained_dir:  # before TensorFlow loads; a name is fetched after
+        sources.check_spec("pretrained_dir", FLAGS.pretrained_dir)
     cli.load_tensorflow()
     write_warmup = {"auto": "auto", "true": True, "false": False}[FLAGS.warmup]
     path = _export_finetuned(write_warmup) if FLAGS.model_dir else _export_backbone(write_warmup)

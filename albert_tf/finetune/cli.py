@@ -20,7 +20,7 @@ import sys
 
 from absl import flags
 
-from albert_tf import input_paths
+from albert_tf import input_paths, sources
 from albert_tf.cli import load_tensorflow
 from albert_tf.finetune import original_flags
 from albert_tf.finetune.params import FinetuneParams, validate
@@ -47,7 +47,9 @@ def settings_from_flags(data_cls, original=None):
     params = from_flags(FinetuneParams)
     validate(params)
     data = from_flags(data_cls)
-    input_paths.check_fields(params, ("init_checkpoint", "spm_model_file"), ("init_checkpoint",))
+    if params.init_checkpoint:  # a name, address or handle is fetched once TensorFlow loads
+        sources.check_spec("init_checkpoint", params.init_checkpoint, checkpoint=True)
+    input_paths.check_fields(params, ("spm_model_file",))
     input_paths.check_fields(data, INPUT_PATHS)
     if params.preset and not params.spm_model_file:  # as the runner would, before TensorFlow
         raise InvalidFlagError("--spm_model_file is required: a preset has no spm.model")

@@ -256,8 +256,11 @@ class InitCheckpoint:
         )
 
     def apply(self, name, value, assigner):
-        if not value or not _is_tf1_checkpoint(value):
-            return
+        from albert_tf import sources
+
+        named = sources.is_named(value) and not value.startswith("gs://")
+        if not value or named or not _is_tf1_checkpoint(value):
+            return  # a name or address: resolved (fetched, converted, cached) by the runner
         import tensorflow as tf
 
         from albert_tf.convert.checkpoint import convert_checkpoint
@@ -293,7 +296,7 @@ class AlbertConfigFile:
     `InitCheckpoint`); with our model directory it must equal the directory's config; without
     --init_checkpoint (random initialisation) it is refused in favour of --preset."""
 
-    kind, late = "string", False
+    kind, late = "string", True  # after --albert_hub_module_handle set --init_checkpoint
 
     def describe(self):
         return (
@@ -308,6 +311,13 @@ class AlbertConfigFile:
                 f"--{name} without --init_checkpoint (random initialisation) is not supported: "
                 "use --preset, or give the pretrained --init_checkpoint"
             )
+        from albert_tf import sources
+
+        if sources.is_named(init):
+            logging.info(
+                "--%s=%s has no effect: the named model %s brings its own config", name, value, init
+            )
+            return
         if _is_tf1_checkpoint(init):
             return  # read by InitCheckpoint's conversion
         import tensorflow as tf
@@ -332,6 +342,21 @@ class AlbertConfigFile:
             )
 
 
+class SpmModelFile:
+    """--spm_model_file: the same flag; the original Colab's placeholder "from_tf_hub" (with
+    --albert_hub_module_handle) means the model's own SentencePiece model, as here without it."""
+
+    kind, late = None, False
+
+    def describe(self):
+        return 'the same flag; "from_tf_hub" means the model\'s own spm.model'
+
+    def apply(self, name, value, assigner):
+        if value == "from_tf_hub":
+            logging.info("--%s=from_tf_hub: using the model's own SentencePiece model", name)
+            assigner.replace(name, None)
+
+
 class TaskName:
     """run_race.py's --task_name: only "race" (any case)."""
 
@@ -352,8 +377,8 @@ class TaskName:
 _NOTHING_TO_CACHE = "features are built in memory from the data files on every run"
 _SQUAD_CACHE = "features are cached under --feature_cache_dir, keyed by every setting"
 _HUB = (
-    "TF-Hub modules are not read; convert the checkpoint with scripts/convert_checkpoint.py "
-    "and pass the model directory as --init_checkpoint"
+    "a TF Hub handle https://tfhub.dev/google/albert_<size>/<1|2|3> names the same weights as "
+    "the release archive albert_<size>_v1 (1) or _v2 (2, 3), which is fetched and used"
 )
 _VOCAB = "the SentencePiece model (--spm_model_file or the model directory's) is the vocabulary"
 
@@ -361,10 +386,10 @@ _VOCAB = "the SentencePiece model (--spm_model_file or the model directory's) is
 _COMMON = {
     "albert_config_file": AlbertConfigFile(),
     "vocab_file": NoEffect("string", _VOCAB),
-    "spm_model_file": Same(),
     "output_dir": Same(),
     "init_checkpoint": InitCheckpoint(),
-    "albert_hub_module_handle": Refused("string", _HUB),
+    "albert_hub_module_handle": Maps("string", "init_checkpoint", note=_HUB),
+    "spm_model_file": SpmModelFile(),
     "do_lower_case": Same(),
     "max_seq_length": Same(),
     "do_train": Same("default true here"),

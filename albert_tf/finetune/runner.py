@@ -122,6 +122,18 @@ MAY_DIFFER = (
 
 
 # ----------------------------------------------------------------------------- set-up checks
+def resolve_init_checkpoint(params):
+    """(params, source): a named --init_checkpoint (a released model, hf://, an address or a TF
+    Hub handle) fetched, converted and cached (`albert_tf.sources`), `params` then naming its
+    cached directory, and the `ResolvedModel` (None for a local directory, used in place)."""
+    from albert_tf import sources
+
+    if not params.init_checkpoint or not sources.is_named(params.init_checkpoint):
+        return params, None
+    resolved = sources.resolve(params.init_checkpoint)
+    return dataclasses.replace(params, init_checkpoint=resolved.directory), resolved
+
+
 def _pretrained_directory(path):
     """`path` if it is a model directory; a one-line error for run directories and the like."""
     from albert_tf.models import model_dir
@@ -296,8 +308,9 @@ def _features_fingerprint(features):
 class _Finetuner:
     """State of one run; `run_finetuning` is the public entry point."""
 
-    def __init__(self, params, task, strategy, spm_model):
+    def __init__(self, params, task, strategy, spm_model, init_source=None):
         self.p = params
+        self.init_source = init_source  # a fetched --init_checkpoint (sources.ResolvedModel)
         self.task = task
         self.strategy = strategy
         self.spm_model = spm_model
@@ -418,6 +431,11 @@ class _Finetuner:
         if p.num_train_epochs and not p.do_train:  # steps from epochs need the training rows
             del settings["num_train_steps"], settings["warmup_steps"]
         init = p.init_checkpoint
+        data_record = {}
+        if self.init_source is not None:  # the name as given; where it came from
+            settings["init_checkpoint"] = self.init_source.spec
+            source = self.init_source.record()
+            data_record["init_checkpoint_source"] = {k: source[k] for k in ("source", "conversion")}
         return {
             "version": run_record.VERSION,
             "model": self.model.backbone.config.to_dict(),
@@ -431,6 +449,7 @@ class _Finetuner:
                     run_record.files_fingerprint(run_record.directory_files(init)) if init else None
                 ),
                 "spm_model_content": run_record.files_fingerprint([spm_model]),
+                **data_record,
             },
         }
 
@@ -730,6 +749,9 @@ class _Finetuner:
             "params": dataclasses.asdict(p),
             "data": self.data,
         }
+        if self.init_source is not None:
+            info["params"]["init_checkpoint"] = self.init_source.spec
+            info["init_checkpoint_source"] = self.init_source.record()
         results = {
             "global_step": step,
             "best": state.best,
@@ -850,6 +872,7 @@ def run_finetuning(params, task, strategy=None):
     from albert_tf.precision import apply_to_params
 
     validate(params)
+    params, init_source = resolve_init_checkpoint(params)
     config = _load_config(params)
     spm_model = resolve_vocabulary(params, config)
     if strategy is None:
@@ -882,7 +905,7 @@ def run_finetuning(params, task, strategy=None):
     tf.io.gfile.makedirs(params.output_dir)
     params, previous_policy = apply_to_params(params, strategy)  # logs the choice
     try:
-        runner = _Finetuner(params, task, strategy, spm_model)
+        runner = _Finetuner(params, task, strategy, spm_model, init_source)
         runner.build(task.vocab_size)
     finally:
         keras.config.set_dtype_policy(previous_policy)  # the model keeps its own policy

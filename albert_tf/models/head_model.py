@@ -309,7 +309,18 @@ class AlbertHeadModel(keras.Model):
 
         `hidden_dropout_prob` / `attention_probs_dropout_prob` override the backbone config's
         dropout (the paper's "ALBERT DR" column of Table 14).
+
+        `directory` may also name a released model (`albert_base_v2`), `hf://<repo_id>`, an
+        https:// or gs:// address or a TF Hub handle: fetched once and cached
+        (`albert_tf.sources`).
+
+        >>> from albert_tf.models.classifier import AlbertClassifier
+        >>> model = AlbertClassifier.from_pretrained(
+        ...     "albert_base_v2", num_classes=2)  # doctest: +SKIP
         """
+        from albert_tf.sources import model_directory
+
+        directory = model_directory(directory)  # a name or address: fetched and cached
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )

@@ -133,6 +133,9 @@ class AlbertMultipleChoice(AlbertHeadModel):
         max_seq_length 512)."""
         kwargs.pop("num_classes", None)
         kwargs.pop("labels", None)
+        from albert_tf.sources import model_directory
+
+        directory = model_directory(directory)  # a name or address: fetched and cached
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )

@@ -143,8 +143,12 @@ class AlbertPreprocessor(keras.layers.Layer):
     def from_pretrained(cls, directory, spm_model=None, **kwargs):
         """A preprocessor for the model saved in `directory` (by `albert_tf.save` or
         convert_checkpoint.py): its spm.model (or `spm_model`) and the text settings it
-        records (`albert_tf.models.model_dir.text_settings`); `kwargs` as the constructor's."""
+        records (`albert_tf.models.model_dir.text_settings`); `kwargs` as the constructor's.
+        `directory` may name a model to fetch, as `albert_tf.sources` accepts."""
         from albert_tf.models import model_dir
+        from albert_tf.sources import model_directory
+
+        directory = model_directory(directory)
 
         spm_model = spm_model or model_dir.spm_model_path(directory)
         if spm_model is None:

@@ -142,6 +142,9 @@ class _SquadModel(AlbertHeadModel):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`)
         with the directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
         max_seq_length 384); `kwargs` go to the constructor."""
+        from albert_tf.sources import model_directory
+
+        directory = model_directory(directory)  # a name or address: fetched and cached
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )

@@ -246,9 +246,11 @@ def validate_params(params):
             raise InvalidFlagError(f"--{flag} is required")
     for flag in ("input_file", "eval_input_files"):
         input_paths.check_matches(flag, getattr(p, flag) or "")
-    input_paths.check_fields(
-        p, ("spm_model_file", "init_checkpoint"), checkpoints=("init_checkpoint",)
-    )
+    input_paths.check_fields(p, ("spm_model_file",))
+    if p.init_checkpoint:  # a name, address or handle is fetched once TensorFlow loads
+        from albert_tf import sources
+
+        sources.check_spec("init_checkpoint", p.init_checkpoint, checkpoint=True)
     if p.dynamic_masking and not p.spm_model_file:
         raise InvalidFlagError("--dynamic_masking needs --spm_model_file (its vocabulary)")
     validate_training_params(p)

@@ -135,7 +135,24 @@ def _init_checkpoint_fingerprint(path):
     return run_record.files_fingerprint(run_record.directory_files(path))
 
 
-def run_record_of(params, config):
+def resolve_init_checkpoint(params):
+    """(params, spec): a named --init_checkpoint (a released model, hf://, an address or a TF
+    Hub handle: `albert_tf.sources`) fetched, converted and cached, `params` then naming its
+    cached directory, and the name as given (None when --init_checkpoint is a path)."""
+    from albert_tf import sources
+
+    init = params.init_checkpoint
+    if not init or not sources.is_named(init):
+        return params, None
+    from albert_tf.train.warm_start import checkpoint_prefix
+
+    if init.startswith("gs://") and checkpoint_prefix(init) is not None:
+        return params, None  # a training checkpoint on gs://, read in place
+    resolved = sources.resolve(init)
+    return dataclasses.replace(params, init_checkpoint=resolved.directory), init
+
+
+def run_record_of(params, config, init_spec=None):
     """The run record (`albert_tf.train.run_record`) of a run: its model config, settings
     (`params` with the precision resolved) and the fingerprints of its input files (names and
     sizes: they are too large to read at every start), init checkpoint and SentencePiece model."""
@@ -145,7 +162,10 @@ def run_record_of(params, config):
     return {
         "version": run_record.VERSION,
         "model": config.to_dict(),
-        "settings": run_record.settings_of(p, skip=NOT_RECORDED),
+        "settings": {
+            **run_record.settings_of(p, skip=NOT_RECORDED),
+            **({"init_checkpoint": init_spec} if init_spec else {}),
+        },
         "data": {
             "input_files": run_record.files_fingerprint(list_files(p.input_file), content=False),
             "init_checkpoint_content": (
@@ -423,11 +443,12 @@ def run_pretraining(params, strategy=None):
     if params.seed is not None:
         keras.utils.set_random_seed(params.seed)
     tf.io.gfile.makedirs(params.output_dir)
+    params, init_spec = resolve_init_checkpoint(params)
     try:
         # Before any write to --output_dir: refuse a run of other settings there, or remove it.
         run_record.claim(
             params.output_dir,
-            run_record_of(params, load_config(params)),
+            run_record_of(params, load_config(params), init_spec),
             may_differ=MAY_DIFFER,
             defaults=run_record.defaults_of(PretrainingParams),
             overwrite=params.overwrite_output_dir,

@@ -23,6 +23,8 @@ setup(
         "absl-py>=1.0",
         "tensorflow-datasets>=4.9",
         "safetensors>=0.4",
+        # hf:// models (albert_tf.sources); 0.34+ as transformers 4.57 pins, and 1.x / 2.x.
+        "huggingface_hub>=0.34",
         "numpy",
     ],
     extras_require={

@@ -60,6 +60,12 @@ def register_serializable_classes():
     with _env.startup_log_filter():  # TensorFlow loads here
         for module in SERIALIZABLE_MODULES:
             importlib.import_module(module)
+    # Models given by name (from_pretrained("albert_base_v2")) are fetched by albert_tf.sources,
+    # which the models package cannot import (sources converts through it).
+    from albert_tf import sources
+    from albert_tf.models import model_dir
+
+    model_dir.set_name_resolver(sources.model_directory)
 
 
 def _import():

@@ -318,9 +318,7 @@ class AlbertHeadModel(keras.Model):
         >>> model = AlbertClassifier.from_pretrained(
         ...     "albert_base_v2", num_classes=2)  # doctest: +SKIP
         """
-        from albert_tf.sources import model_directory
-
-        directory = model_directory(directory)  # a name or address: fetched and cached
+        directory = model_dir.local_directory(directory)  # a name: fetched and cached
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )

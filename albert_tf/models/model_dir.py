@@ -313,6 +313,26 @@ def load_backbone(directory, dtype=None, output_encoder_outputs=False, unroll=Fa
     return backbone
 
 
+# Names of models to fetch (albert_base_v2, hf://..., addresses, TF Hub handles) are turned into
+# directories by `albert_tf.sources`, which sits above this package (it converts through
+# albert_tf.convert, which builds models): `albert_tf.register_serializable_classes` installs
+# it here with `set_name_resolver` whenever albert_tf loads its models.
+_name_resolver = None
+
+
+def set_name_resolver(resolver):
+    """Installs `resolver(spec) -> directory`, which `local_directory` applies to names."""
+    global _name_resolver
+    _name_resolver = resolver
+
+
+def local_directory(spec):
+    """The model directory `spec` names: `spec` itself for a path; for a released model's name,
+    an hf:// name, an address or a TF Hub handle, the directory the installed resolver fetched
+    and cached (`albert_tf.sources`)."""
+    return spec if _name_resolver is None else _name_resolver(spec)
+
+
 def spm_model_path(directory):
     """The path of the SentencePiece model saved with the model, or None if there is none."""
     path = _join(directory, SPM_FILE)

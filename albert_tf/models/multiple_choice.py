@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.models import model_dir
 from albert_tf.models.backbone import INPUT_KEYS
 from albert_tf.models.head_model import AlbertHeadModel, load_backbone
 from albert_tf.models.text_inputs import TextForm, label_ids, python_label_ids
@@ -133,9 +134,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
         max_seq_length 512)."""
         kwargs.pop("num_classes", None)
         kwargs.pop("labels", None)
-        from albert_tf.sources import model_directory
-
-        directory = model_directory(directory)  # a name or address: fetched and cached
+        directory = model_dir.local_directory(directory)  # a name: fetched and cached
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )

@@ -146,9 +146,8 @@ class AlbertPreprocessor(keras.layers.Layer):
         records (`albert_tf.models.model_dir.text_settings`); `kwargs` as the constructor's.
         `directory` may name a model to fetch, as `albert_tf.sources` accepts."""
         from albert_tf.models import model_dir
-        from albert_tf.sources import model_directory
 
-        directory = model_directory(directory)
+        directory = model_dir.local_directory(directory)
 
         spm_model = spm_model or model_dir.spm_model_path(directory)
         if spm_model is None:

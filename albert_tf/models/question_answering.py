@@ -30,7 +30,7 @@ import tensorflow as tf
 from absl import logging
 from keras import ops
 
-from albert_tf.models import text_inputs
+from albert_tf.models import model_dir, text_inputs
 from albert_tf.models.backbone import INPUT_KEYS
 from albert_tf.models.head_model import AlbertHeadModel, load_backbone
 
@@ -142,9 +142,7 @@ class _SquadModel(AlbertHeadModel):
         """A model on the backbone saved in `directory` (by `albert_tf.models.model_dir.save`)
         with the directory's preprocessor (`AlbertHeadModel.pretrained_preprocessor`; default
         max_seq_length 384); `kwargs` go to the constructor."""
-        from albert_tf.sources import model_directory
-
-        directory = model_directory(directory)  # a name or address: fetched and cached
+        directory = model_dir.local_directory(directory)  # a name: fetched and cached
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )

@@ -43,7 +43,7 @@ import urllib.request
 
 from absl import logging
 
-from albert_tf import __version__, files
+from albert_tf import files
 from albert_tf.sources.cache import OFFLINE_ENV, offline
 from albert_tf.sources.names import SourceError
 
@@ -51,6 +51,7 @@ CHUNK = 1 << 20
 PROGRESS_SECONDS = 5.0
 TIMEOUT_SECONDS = 60.0
 CA_BUNDLE_ENVS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+USER_AGENT = "albert_tf"
 
 
 def _mb(count):
@@ -155,9 +156,7 @@ def open_url(url, method="GET"):
     for an HTTP error status or a failed connection."""
     if offline():
         raise SourceError(f"{OFFLINE_ENV}=1: not opening {url}")
-    request = urllib.request.Request(
-        url, method=method, headers={"User-Agent": f"albert_tf/{__version__}"}
-    )
+    request = urllib.request.Request(url, method=method, headers={"User-Agent": USER_AGENT})
     opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl_context()))
     try:
         return opener.open(request, timeout=TIMEOUT_SECONDS)

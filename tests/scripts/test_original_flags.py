@@ -121,7 +121,7 @@ SAME = {
     "albert_config_file": ("--albert_config_file=c.json", ("refused", "use --preset")),
     "albert_hub_module_handle": (
         "--albert_hub_module_handle=https://tfhub.dev/google/albert_base/3",
-        ("refused", "scripts/convert_checkpoint.py"),
+        ("set", "init_checkpoint", "https://tfhub.dev/google/albert_base/3"),
     ),
     "threshold_to_export": ("--threshold_to_export=0.5", ("refused", "probabilities")),
 }  # fmt: skip
@@ -184,6 +184,10 @@ def test_original_flag(script, flag, caplog):
         (["--tpu_name=a", "--master=b"], "--master=b and --tpu_name=a both set --tpu"),
         (["--nouse_tpu", "--strategy=tpu"], "--use_tpu=false contradicts --strategy=tpu"),
         (["--task_name=mnli"], "run_race.py runs RACE only"),
+        (
+            ["--init_checkpoint=albert_base_v1", "--albert_hub_module_handle=h"],
+            "--albert_hub_module_handle=h means --init_checkpoint=h here, but",
+        ),
     ],
 )
 def test_two_values_for_one_setting_are_refused(args, fragment):
@@ -408,16 +412,39 @@ def test_run_race_original_command_line(spm_model_file, tmp_path):
     assert json.loads((out / "eval_results.json").read_text())["best"]["step"] == 2
 
 
-def test_hub_module_is_refused_in_one_line(tmp_path):
+def test_hub_module_names_the_release_and_offline_says_so_in_one_line(tmp_path):
+    """--albert_hub_module_handle is the release archive's model: with ALBERT_TF_OFFLINE=1 and an
+    empty cache the script stops in one line naming the handle and the variable."""
     result = run(
         "run_classifier.py",
         "--task_name=mrpc",
-        f"--output_dir={tmp_path}",
+        f"--data_dir={tmp_path}",
+        f"--output_dir={tmp_path / 'out'}",
         "--albert_hub_module_handle=https://tfhub.dev/google/albert_base/3",
+        env={"ALBERT_TF_OFFLINE": "1", "ALBERT_TF_HOME": str(tmp_path / "cache")},
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert (
-        result.stderr.strip()
-        .splitlines()[-1]
-        .startswith("run_classifier.py: error: --albert_hub_module_handle is not supported: TF-Hub")
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "run_classifier.py: error: https://tfhub.dev/google/albert_base/3: not in the cache"
     )
+    assert "ALBERT_TF_OFFLINE=1 forbids downloading" in last
+    assert "albert_models/albert_base_v2.tar.gz" in last
+
+
+def test_the_original_readme_hub_command_line(caplog):
+    """The original README's fine-tuning flags: a TF Hub handle names the model, with the
+    Colab's placeholder --spm_model_file=from_tf_hub and a config file that the named model's
+    own config replaces (logged)."""
+    handle = "https://tfhub.dev/google/albert_base/1"
+    with caplog.at_level(logging.INFO, logger="absl"):
+        values = _parse(
+            "run_race.py",
+            f"--albert_hub_module_handle={handle}",
+            "--spm_model_file=from_tf_hub",
+            "--albert_config_file=albert_config.json",
+        )
+    params = from_flags(FinetuneParams, values)
+    assert (params.init_checkpoint, params.spm_model_file) == (handle, None)
+    assert "from_tf_hub: using the model's own SentencePiece model" in caplog.text
+    assert "--albert_config_file=albert_config.json has no effect" in caplog.text

@@ -1,5 +1,6 @@
 """The GLUE benchmark: its nine tasks (plus MNLI mismatched) as `TaskSpec`s, read from the
-standard GLUE TSV directories or from prepared TFDS `glue/*` datasets.
+standard GLUE TSV directories or from TFDS `glue/*` datasets (downloaded and prepared on first
+use; `albert_tf.data.tfds_tasks`), both into the same `Examples`.
 
 >>> task = get_task("mrpc")
 >>> task.labels, task.metrics, task.is_pair
@@ -192,32 +193,36 @@ def read_glue_examples(task, data_dir, split, skip_bad_lines=False):
     return make_examples(task, texts, pairs, labels, not test, path)
 
 
-def read_tfds_examples(task, split, data_dir=None):
-    """Reads a prepared TFDS `glue/*` split (never downloads; prepare it with `tfds build`)."""
-    import tensorflow_datasets as tfds
+def read_tfds_examples(task, split, data_dir=None, download=True):
+    """Reads a TFDS `glue/*` split in the order of the GLUE TSV file (TFDS's `idx`), with the
+    labels of `read_glue_examples`.
+
+    Args:
+        task: a `TaskSpec` or task name.
+        split: "train", "dev" or "test" (test has no labels).
+        data_dir: the TFDS data directory (local or gs://; default $TFDS_DATA_DIR or
+            ~/tensorflow_datasets).
+        download: download and prepare the dataset there when it is not prepared yet; False
+            raises `albert_tf.data.tfds_tasks.NotPreparedError` instead (one line naming the
+            directory and the `tfds build` command).
+    """
+    from albert_tf.data import tfds_tasks
 
     task = get_task(task) if isinstance(task, str) else task
     splits = dict(task.tfds_splits)
     if task.tfds_name is None or split not in splits:
         raise ValueError(f"task {task.name!r} has no TFDS split {split!r}")
-    try:
-        builder = tfds.builder(task.tfds_name, data_dir=data_dir)
-        dataset = builder.as_dataset(split=splits[split])
-    except Exception as e:  # tfds raises several types for "not prepared"
-        raise FileNotFoundError(
-            f"TFDS dataset {task.tfds_name} split {splits[split]} is not prepared under "
-            f"{data_dir or '~/tensorflow_datasets'}: {e}. Prepare it with "
-            f"`tfds build {task.tfds_name} --data_dir=...` or use the GLUE TSV files."
-        ) from None
+    builder = tfds_tasks.prepared_builder(task.tfds_name, data_dir, download)
+    rows = sorted(tfds_tasks.records(builder, splits[split]), key=lambda row: row["idx"])
     names = None if task.is_regression else builder.info.features["label"].names
     texts, pairs, labels = [], [], []
     unlabelled = 0
-    for record in tfds.as_numpy(dataset):
-        values = [record[f].decode("utf-8") for f in task.tfds_text_features]
+    for row in rows:
+        values = [row[f] for f in task.tfds_text_features]
         texts.append(values[0])
         if task.is_pair:
             pairs.append(values[1])
-        raw = record["label"]
+        raw = row["label"]
         if task.is_regression:
             labels.append(float(raw))
         elif raw < 0:

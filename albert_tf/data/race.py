@@ -3,7 +3,8 @@
 Layout: `<data_dir>/RACE/{train,dev,test}/{middle,high}/*.txt` (`<data_dir>` may also be the
 RACE directory itself), each file one JSON article {"article", "questions": [...],
 "options": [[4 strings], ...], "answers": ["A".."D"], "id"}. A level directory holding the
-original code's `all.txt` (one such JSON per line) is read from that file only.
+original code's `all.txt` (one such JSON per line) is read from that file only. TFDS race/middle
+and race/high give the same `RaceExamples` (`albert_tf.data.tfds_tasks.read_race_tfds`).
 
 Inputs as the original `run_race.py` builds them: article, question and options go through
 `preprocess_text`; each option is joined with its question (it replaces every "_" of a cloze
@@ -85,8 +86,10 @@ def check_lengths(max_seq_length, max_qa_length):
 
 
 # ----------------------------------------------------------------------------- reading
-def _name_key(path):
-    stem = os.path.splitext(os.path.basename(path))[0]
+def file_order_key(name):
+    """The order of a level's files: numbered names (``12.txt``) by number, then the others by
+    name; also the order of TFDS's `example_id`s without their level prefix."""
+    stem = os.path.splitext(os.path.basename(name))[0]
     return (0, int(stem), "") if stem.isdigit() else (1, 0, stem)
 
 
@@ -123,8 +126,10 @@ def _strings(record, key, where):
     return values
 
 
-def _questions(record, where, default_id):
-    """[(id, question number, article, question, options, label)] of one JSON article."""
+def article_questions(record, where, default_id):
+    """[(id, question number, article, question, options, label)] of one JSON article
+    ({"article", "questions", "options", "answers" (optional), "id" (else `default_id`)});
+    label -1 without answers. DataError names `where` and the question."""
     if not isinstance(record, dict):
         raise DataError(
             f"{where}: expected a JSON object (article, questions, options, "
@@ -176,7 +181,8 @@ def _questions(record, where, default_id):
 
 
 def _read_level(directory):
-    """[(id, question number, article, question, options, label)] of one level directory."""
+    """([(id, question number, article, question, options, label)], what was read) of one
+    level directory."""
     every = tf.io.gfile.glob(os.path.join(directory, "*.txt"))
     combined = [p for p in every if os.path.basename(p) == ALL_FILE]
     examples = []
@@ -186,19 +192,33 @@ def _read_level(directory):
             lines = _decode(f.read(), path).splitlines()
         for number, line in enumerate(lines, 1):
             if line.strip():
-                examples += _questions(
+                examples += article_questions(
                     _parse(line, path, number), f"{path}:{number}", f"{ALL_FILE}:{number}"
                 )
         if not examples:
             raise DataError(f"{path}:1: no articles; the file is empty")
-        return examples, 1
+        return examples, f"1 file(s) in {directory}"
     if not every:
         raise DataError(f"{directory}: no *.txt files (one JSON article per file)")
-    for path in sorted(every, key=_name_key):
+    for path in sorted(every, key=file_order_key):
         with tf.io.gfile.GFile(path, "rb") as f:
             record = _parse(_decode(f.read(), path), path)
-        examples += _questions(record, path, os.path.basename(path))
-    return examples, len(every)
+        examples += article_questions(record, path, os.path.basename(path))
+    return examples, f"{len(every)} file(s) in {directory}"
+
+
+def chosen_levels(split, high_only=False, middle_only=False):
+    """The levels a reading of `split` covers, middle school first (ValueError for a bad split
+    or both filters)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if high_only and middle_only:
+        raise ValueError("high_only and middle_only exclude each other")
+    return [
+        level
+        for level in LEVELS
+        if not (high_only and level == "middle") and not (middle_only and level == "high")
+    ]
 
 
 def read_race(data_dir, split, high_only=False, middle_only=False, labelled=True):
@@ -207,16 +227,26 @@ def read_race(data_dir, split, high_only=False, middle_only=False, labelled=True
     Raises FileNotFoundError for a missing directory and DataError (naming the file, line or
     question) for bad records. `labelled=False` allows files without "answers".
     """
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    if high_only and middle_only:
-        raise ValueError("high_only and middle_only exclude each other")
-    levels = [
-        level
-        for level in LEVELS
-        if not (high_only and level == "middle") and not (middle_only and level == "high")
-    ]
+    levels = chosen_levels(split, high_only, middle_only)
     root = _split_dir(data_dir, split)
+
+    def level_rows(level):
+        directory = os.path.join(root, level)
+        if not tf.io.gfile.isdir(directory):
+            other = "--high_only" if level == "middle" else "--middle_only"
+            raise FileNotFoundError(
+                f"{directory}: no such directory (to read one level only, use {other})"
+            )
+        return _read_level(directory)
+
+    return collect_examples(split, levels, level_rows, root, labelled)
+
+
+def collect_examples(split, levels, level_rows, source, labelled=True):
+    """`RaceExamples` of `split` from `level_rows(level)` -> ([(id, question number, article,
+    question, options, label)], what was read, for the log) for each of `levels` in order: the
+    one assembly of every reader (files, TFDS). `source` names the data in errors and in
+    `RaceExamples.source`."""
     articles, article_index, ids, numbers, level_of, questions, options, labels = (
         [],
         [],
@@ -229,13 +259,7 @@ def read_race(data_dir, split, high_only=False, middle_only=False, labelled=True
     )
     seen = {}
     for level in levels:
-        directory = os.path.join(root, level)
-        if not tf.io.gfile.isdir(directory):
-            other = "--high_only" if level == "middle" else "--middle_only"
-            raise FileNotFoundError(
-                f"{directory}: no such directory (to read one level only, use {other})"
-            )
-        rows, num_files = _read_level(directory)
+        rows, read = level_rows(level)
         for example_id, number, article, question, choices, label in rows:
             key = (level, example_id, article)
             if key not in seen:
@@ -249,25 +273,24 @@ def read_race(data_dir, split, high_only=False, middle_only=False, labelled=True
             options.append(choices)
             labels.append(label)
         logging.info(
-            "RACE %s/%s: %d questions on %d articles from %d file(s) in %s",
+            "RACE %s/%s: %d questions on %d articles from %s",
             split,
             level,
             len(rows),
             len({(r[0], r[2]) for r in rows}),
-            num_files,
-            directory,
+            read,
         )
     labels = np.asarray(labels, np.int32)
     missing = int(np.sum(labels < 0))
     if labelled and missing:
         first = ids[int(np.argmax(labels < 0))]
         raise DataError(
-            f"{root}: article {first!r} has no 'answers' ({missing} questions of the "
+            f"{source}: article {first!r} has no 'answers' ({missing} questions of the "
             f"{split} split have none)"
         )
     if missing and missing != len(labels):
         raise DataError(
-            f"{root}: {missing} of {len(labels)} questions have no answers; give "
+            f"{source}: {missing} of {len(labels)} questions have no answers; give "
             "answers for all or none"
         )
     return RaceExamples(
@@ -279,7 +302,7 @@ def read_race(data_dir, split, high_only=False, middle_only=False, labelled=True
         questions,
         options,
         None if missing else labels,
-        root,
+        source,
     )
 
 

@@ -44,7 +44,8 @@ def load_task_splits(data, wanted=("train", "dev"), seed=0):
     Files (`train_file`/`dev_file`/`test_file`) make a custom task named `task_name` (labels
     from `labels` or the training file; the test file's labels are read when it has the label
     column); "docstring-source" is the built-in task; any other name is a GLUE task read from
-    `data_dir` TSVs or, with `use_tfds`, prepared TFDS data.
+    `data_dir` TSVs or, with `use_tfds`, from TFDS `glue/*` in `tfds_data_dir` (downloaded and
+    prepared there first unless `tfds_download` is off), into the same examples.
     """
     if data.train_file or data.dev_file or data.test_file:
         spec = custom_task(
@@ -75,6 +76,10 @@ def load_task_splits(data, wanted=("train", "dev"), seed=0):
                 )
         return spec, splits
     if _is_docstring_task(data.task_name):
+        if data.use_tfds:
+            raise InvalidFlagError(
+                f"--use_tfds reads GLUE tasks; --task_name={DOCSTRING_SOURCE} is built in"
+            )
         if "test" in wanted:
             raise InvalidFlagError(
                 f"--task_name={DOCSTRING_SOURCE} has no test split (--do_predict)"
@@ -86,7 +91,10 @@ def load_task_splits(data, wanted=("train", "dev"), seed=0):
     except ValueError as e:
         raise InvalidFlagError(f"--task_name: {e}") from None
     if data.use_tfds:
-        return spec, {s: glue.read_tfds_examples(spec, s, data.tfds_data_dir) for s in wanted}
+        return spec, {
+            s: glue.read_tfds_examples(spec, s, data.tfds_data_dir, data.tfds_download)
+            for s in wanted
+        }
     if data.data_dir is None:
         raise InvalidFlagError(f"GLUE task {spec.name!r} needs --data_dir (or --use_tfds)")
     return spec, {

@@ -1,6 +1,7 @@
 """RACE (4-way multiple-choice reading comprehension) as a `FinetuneTask`.
 
-Questions are read from the RACE release (`albert_tf.data.race`); each becomes four
+Questions are read from the RACE release (`albert_tf.data.race`) or, with `use_tfds`, from TFDS
+race/middle and race/high into the same examples (`albert_tf.data.tfds_tasks`); each becomes four
 `[CLS] article [SEP] question+option [SEP]` sequences, built once in Python and kept compact
 (ids and two segment lengths per choice; `albert_tf.data.race.model_inputs` expands them in
 tf.data). `AlbertMultipleChoice` scores the four choices; the metrics are the accuracy overall
@@ -85,9 +86,22 @@ class RaceTask(FinetuneTask):
             ) from None
         super().configure_text(spm_model, lower_case, max_seq_length, static_shapes, tex_quotes)
 
+    def read_split(self, split):
+        """The `RaceExamples` of `split`: from --data_dir's files or, with --use_tfds, from TFDS
+        (the same examples); the test split may lack answers."""
+        d = self.data
+        labelled = split != "test"
+        if d.use_tfds:
+            from albert_tf.data import tfds_tasks
+
+            return tfds_tasks.read_race_tfds(
+                split, d.high_only, d.middle_only, labelled, d.tfds_data_dir, d.tfds_download
+            )
+        return race.read_race(d.data_dir, split, d.high_only, d.middle_only, labelled=labelled)
+
     def load(self, splits):
-        if not self.data.data_dir:
-            raise InvalidFlagError("--data_dir is required (the RACE download root)")
+        if not self.data.data_dir and not self.data.use_tfds:
+            raise InvalidFlagError("--data_dir is required (the RACE download root), or --use_tfds")
         tokenizer = SentencePieceTokenizer(
             self.preprocessor.model_proto,
             lower_case=self.preprocessor.lower_case,
@@ -97,13 +111,7 @@ class RaceTask(FinetuneTask):
         for split in ("train", "dev", "test"):
             if split not in splits:
                 continue
-            examples = race.read_race(
-                self.data.data_dir,
-                split,
-                self.data.high_only,
-                self.data.middle_only,
-                labelled=split != "test",
-            )
+            examples = self.read_split(split)
             began = time.time()
             packed = race.build_inputs(examples, tokenizer, max_seq_length, self.data.max_qa_length)
             choices = len(examples) * race.NUM_CHOICES

@@ -99,7 +99,9 @@ NOT_RECORDED = ("output_dir", "overwrite_output_dir")
 #   resumes with a larger N; dropout draws per micro-batch), as in pretraining;
 # - num_train_epochs, warmup_proportion: compared as the num_train_steps / warmup_steps they
 #   resolve to;
-# - feature_cache_dir: where SQuAD caches its features (keyed by their content).
+# - feature_cache_dir: where SQuAD caches its features (keyed by their content);
+# - tfds_download, tfds_data_dir: how and where TFDS data is prepared (the examples are
+#   compared by content).
 MAY_DIFFER = (
     "do_train",
     "do_predict",
@@ -118,6 +120,8 @@ MAY_DIFFER = (
     "num_train_epochs",
     "warmup_proportion",
     "feature_cache_dir",
+    "tfds_download",
+    "tfds_data_dir",
 )
 
 

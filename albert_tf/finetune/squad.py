@@ -1,6 +1,10 @@
 """SQuAD v1.1 and v2.0 extractive question answering as a `FinetuneTask`.
 
-Examples come from the official SQuAD JSON files (`albert_tf.data.squad_examples`), features are
+Examples come from the official SQuAD JSON files (`albert_tf.data.squad_examples`) or, with
+`use_tfds`, from TFDS squad/v1.1 or squad/v2.0 written as such files first
+(`albert_tf.data.tfds_tasks.write_squad_tfds`, in the feature cache directory), so both give the
+same examples, features and scores; the TFDS dev set's file is also copied into the output
+directory beside predictions.json, for the official evaluation scripts. Features are
 built as the original run_squad (`squad_features`: question cut to `max_query_length`, the
 context's pieces aligned to its characters by `squad_alignment`, sliding windows with
 `doc_stride`, max-context flags, p_mask) and cached as TFRecords keyed by every setting
@@ -24,7 +28,8 @@ import os
 import numpy as np
 from absl import logging
 
-from albert_tf.data import squad_cache, squad_examples, squad_features
+from albert_tf import files
+from albert_tf.data import squad_cache, squad_examples, squad_features, tfds_tasks
 from albert_tf.finetune import squad_predictions
 from albert_tf.finetune.task import (
     Features,
@@ -75,11 +80,6 @@ class SquadTask(FinetuneTask):
     """
 
     kind = "squad"
-    output_files = (
-        squad_predictions.PREDICTIONS_FILE,
-        squad_predictions.NBEST_FILE,
-        squad_predictions.NULL_ODDS_FILE,
-    )
     export_compute_dtypes = ("float32", "bfloat16")
 
     def __init__(self, data, seed=0):
@@ -89,6 +89,7 @@ class SquadTask(FinetuneTask):
         self.examples = {}
         self.squad_features = {}
         self.null_threshold = 0.0  # v2: the chosen model's best dev threshold (adopt_dev_metrics)
+        self.tfds_files = {}  # "train"/"dev" -> the SQuAD JSON written from TFDS (use_tfds)
 
     # ------------------------------------------------------------------ description
     @property
@@ -102,6 +103,24 @@ class SquadTask(FinetuneTask):
     @property
     def main_metric(self):
         return "f1"
+
+    @property
+    def dev_from_tfds(self):
+        """Whether the questions to answer are TFDS's dev set (--use_tfds, no --predict_file)."""
+        return bool(self.data.use_tfds and not self.data.predict_file)
+
+    @property
+    def output_files(self):
+        """predictions.json, nbest_predictions.json, null_odds.json and, when the dev set comes
+        from TFDS, its official JSON (dev-v1.1.json / dev-v2.0.json)."""
+        names = (
+            squad_predictions.PREDICTIONS_FILE,
+            squad_predictions.NBEST_FILE,
+            squad_predictions.NULL_ODDS_FILE,
+        )
+        if self.dev_from_tfds:
+            names += (tfds_tasks.squad_file_name("dev", self.version_2),)
+        return names
 
     @property
     def vocab_size(self):
@@ -139,16 +158,32 @@ class SquadTask(FinetuneTask):
         self.preprocessor = _preprocessor(spm_model, self.settings)
 
     def _path(self, split):
+        """The SQuAD JSON of `split`: --train_file or --predict_file, or with --use_tfds the
+        file written from TFDS (train; dev without --predict_file)."""
         flag = "train_file" if split == "train" else "predict_file"
+        if self.data.use_tfds and (split == "train" or self.dev_from_tfds):
+            return self._tfds_file("train" if split == "train" else "dev")
         path = getattr(self.data, flag)
         if not path:
-            raise InvalidFlagError(f"--{flag} is required (its split is requested)")
+            raise InvalidFlagError(f"--{flag} is required (its split is requested), or --use_tfds")
         return path
+
+    def _tfds_file(self, split):
+        """`tfds_tasks.write_squad_tfds` of `split` into FEATURE_CACHE_DIR/tfds (once per task)."""
+        if split not in self.tfds_files:
+            d = self.data
+            directory = f"{(d.feature_cache_dir or default_cache_dir()).rstrip('/')}/tfds"
+            self.tfds_files[split] = tfds_tasks.write_squad_tfds(
+                directory, split, self.version_2, d.tfds_data_dir, d.tfds_download
+            )
+        return self.tfds_files[split]
 
     def load(self, splits):
         """Reads "train" (--train_file) and, for "dev" or "test" (--do_eval or --do_predict,
         as the original's --do_predict), --predict_file: "dev" when it has answers (scored
-        every checkpoint and answered), else "test" (answered with the best weights)."""
+        every checkpoint and answered), else "test" (answered with the best weights). With
+        --use_tfds, TFDS's train split replaces --train_file and, without --predict_file, its
+        validation split is "dev", both read as the SQuAD JSON files written from them."""
         cache_dir = self.data.feature_cache_dir or default_cache_dir()
         wanted = ["train"] if "train" in splits else []
         if "dev" in splits or "test" in splits:
@@ -335,7 +370,9 @@ class SquadTask(FinetuneTask):
 
     def write_predictions(self, predictions, split, output_dir):
         """predictions.json, nbest_predictions.json and (v2) null_odds.json, as the original
-        (v2: the answers with the dev set's best null-score threshold applied)."""
+        (v2: the answers with the dev set's best null-score threshold applied), and
+        <split>_results.tsv; for a dev set read from TFDS also its official JSON
+        (dev-v1.1.json / dev-v2.0.json, the file scored), for the official evaluation script."""
         answers = predictions["predictions"]
         if self.version_2:
             answers = squad_predictions.apply_null_threshold(
@@ -359,6 +396,23 @@ class SquadTask(FinetuneTask):
             os.path.join(output_dir, f"{split}_results.tsv"),
             header + (["exact_match", "f1"] if labelled else []),
             rows,
+        )
+        if split == "dev" and self.dev_from_tfds:
+            self._write_dev_file(output_dir)
+
+    def _write_dev_file(self, output_dir):
+        """Copies the dev set's SQuAD JSON written from TFDS (the file scored) into
+        `output_dir` (atomically), for the official evaluation script beside predictions.json."""
+        import tensorflow as tf
+
+        source = self._path("dev")
+        target = f"{output_dir.rstrip('/')}/{tfds_tasks.squad_file_name('dev', self.version_2)}"
+        with tf.io.gfile.GFile(source, "rb") as f:
+            files.write_atomic(target, f.read())
+        logging.info(
+            "Wrote the dev questions (TFDS) as %s, the file scored: the official evaluation "
+            "script scores predictions.json on it",
+            target,
         )
 
     def serving_spec(self, model, max_seq_length=None):

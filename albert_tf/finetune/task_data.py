@@ -4,21 +4,46 @@
 (run_squad.py) and `RaceData` (run_race.py), each read by its task
 (`albert_tf.finetune.classification.SentenceClassificationTask`, ...; the task modules re-export
 them). This module imports no TensorFlow: the scripts declare their flags from it and check the
-input paths it names (`INPUT_PATHS`) before TensorFlow loads.
+input paths it names (`INPUT_PATHS`) before TensorFlow loads; flags that exclude each other are
+refused when the settings are made (InvalidFlagError naming both).
 
->>> data = SquadData(train_file="train-v1.1.json", predict_file="dev-v1.1.json")
->>> [flag for flag in INPUT_PATHS if getattr(data, flag, None)]
-['train_file', 'predict_file']
+GLUE, SQuAD and RACE can also be read by name through TFDS (`--use_tfds`, `--tfds_data_dir`,
+`--tfds_download`; `albert_tf.data.tfds_tasks`), into the same examples as their files.
+
+>>> try:
+...     SquadData(use_tfds=True, train_file="train-v1.1.json")
+... except InvalidFlagError as e:
+...     print(str(e).split(":")[0])
+--use_tfds and --train_file exclude each other
 """
 
 import dataclasses
 from typing import List, Optional
 
 from albert_tf.data import conll
-from albert_tf.settings import setting
+from albert_tf.settings import InvalidFlagError, setting
 
 # The fields (of any of these classes) that name an input file or directory.
 INPUT_PATHS = ("data_dir", "train_file", "dev_file", "test_file", "predict_file")
+
+_TFDS_DATA_DIR_HELP = (
+    "With --use_tfds: the TFDS data directory, where the datasets are prepared (local or "
+    "gs://; default $TFDS_DATA_DIR or ~/tensorflow_datasets)."
+)
+_TFDS_DOWNLOAD_HELP = (
+    "With --use_tfds: download and prepare a dataset that --tfds_data_dir does not hold yet "
+    "(TFDS's download_and_prepare, once; its progress is logged). --notfds_download fails "
+    "instead, naming the `tfds build` command (TPU runs on data built beforehand)."
+)
+
+
+def _refuse_with_tfds(data, reasons):
+    """InvalidFlagError when --use_tfds is on together with a flag of `reasons` ({flag: why})."""
+    if not data.use_tfds:
+        return
+    for flag, why in reasons.items():
+        if getattr(data, flag):
+            raise InvalidFlagError(f"--use_tfds and --{flag} exclude each other: {why}")
 
 
 @dataclasses.dataclass
@@ -33,10 +58,13 @@ class ClassificationData:
         required=True,
     )
     data_dir: Optional[str] = setting(None, "GLUE download root (holding CoLA/, MNLI/, ...).")
-    use_tfds: bool = setting(False, "Read GLUE from prepared TFDS glue/* instead of TSV files.")
-    tfds_data_dir: Optional[str] = setting(
-        None, "TFDS data directory (default ~/tensorflow_datasets)."
+    use_tfds: bool = setting(
+        False,
+        "Read the GLUE task from TFDS glue/* (train, validation, test; mnli: validation_matched "
+        "or _mismatched) instead of --data_dir's TSV files: the same examples, in the same order.",
     )
+    tfds_data_dir: Optional[str] = setting(None, _TFDS_DATA_DIR_HELP)
+    tfds_download: bool = setting(True, _TFDS_DOWNLOAD_HELP)
     train_file: Optional[str] = setting(None, "CSV/TSV/JSONL training file with named columns.")
     dev_file: Optional[str] = setting(None, "Evaluation file (same columns as --train_file).")
     test_file: Optional[str] = setting(
@@ -65,6 +93,19 @@ class ClassificationData:
         "to max_seq_length; default: on, except with --strategy=tpu (static shapes). Off TPU "
         "the runner cuts every batch's padding either way.",
     )
+
+    def __post_init__(self):
+        why = "--use_tfds reads a GLUE task from TFDS, not from your files"
+        _refuse_with_tfds(
+            self,
+            {
+                "data_dir": "--use_tfds reads GLUE from TFDS (kept in --tfds_data_dir), "
+                "--data_dir from the TSV files",
+                "train_file": why,
+                "dev_file": why,
+                "test_file": why,
+            },
+        )
 
 
 @dataclasses.dataclass
@@ -133,8 +174,28 @@ class SquadData:
     start_n_top: int = setting(5, "v2: start positions in the beam.")
     end_n_top: int = setting(5, "v2: end positions per start in the beam.")
     feature_cache_dir: Optional[str] = setting(
-        None, "Where the features are cached as TFRecords (default ~/.cache/albert_tf/squad)."
+        None,
+        "Where the features are cached as TFRecords (default ~/.cache/albert_tf/squad); with "
+        "--use_tfds also the SQuAD JSON files written from TFDS (tfds/squad/...).",
     )
+    use_tfds: bool = setting(
+        False,
+        "Read SQuAD from TFDS squad/v1.1 (squad/v2.0 with --version_2_with_negative): its train "
+        "split instead of --train_file and, without --predict_file, its validation split, "
+        "written as the official dev-v1.1.json / dev-v2.0.json (scored as that file, and "
+        "copied into --output_dir beside predictions.json for the official evaluation script).",
+    )
+    tfds_data_dir: Optional[str] = setting(None, _TFDS_DATA_DIR_HELP)
+    tfds_download: bool = setting(True, _TFDS_DOWNLOAD_HELP)
+
+    def __post_init__(self):
+        _refuse_with_tfds(
+            self,
+            {
+                "train_file": "--use_tfds trains on TFDS squad's train split (--predict_file "
+                "may still name a file to answer)"
+            },
+        )
 
 
 @dataclasses.dataclass
@@ -144,8 +205,7 @@ class RaceData:
     data_dir: Optional[str] = setting(
         None,
         "RACE download root holding RACE/{train,dev,test}/{middle,"
-        "high}/*.txt (or the RACE directory itself).",
-        required=True,
+        "high}/*.txt (or the RACE directory itself); required unless --use_tfds.",
     )
     high_only: bool = setting(False, "Only the high-school questions.")
     middle_only: bool = setting(False, "Only the middle-school questions.")
@@ -154,3 +214,19 @@ class RaceData:
         "Pieces kept from the END of each question + option; the "
         "article fills the rest of --max_seq_length.",
     )
+    use_tfds: bool = setting(
+        False,
+        "Read RACE from TFDS race/middle and race/high (train, dev, test) instead of "
+        "--data_dir: the same questions, ids, option order and labels.",
+    )
+    tfds_data_dir: Optional[str] = setting(None, _TFDS_DATA_DIR_HELP)
+    tfds_download: bool = setting(True, _TFDS_DOWNLOAD_HELP)
+
+    def __post_init__(self):
+        _refuse_with_tfds(
+            self,
+            {
+                "data_dir": "--use_tfds reads TFDS race/middle and race/high (kept in "
+                "--tfds_data_dir), --data_dir the release's files"
+            },
+        )

@@ -139,7 +139,8 @@ def _http_error(url, error):
 
 def _goog_md5(headers):
     """The base64 MD5 of an `x-goog-hash` header, or None."""
-    for part in (headers.get("x-goog-hash") or "").split(","):
+    values = headers.get_all("x-goog-hash") or []  # GCS sends crc32c= and md5= as two lines
+    for part in ",".join(values).split(","):
         name, _, value = part.strip().partition("=")
         if name == "md5":
             return value

@@ -54,7 +54,8 @@ class PretrainingParams:
     albert_config_file: Optional[str] = setting(
         None,
         "albert_config.json of the model to pretrain (original or Hugging Face dialect). "
-        "Exactly one of --albert_config_file and --preset.",
+        "Exactly one of --albert_config_file and --preset, or neither with --init_checkpoint "
+        "(continued pretraining: its model's config).",
     )
     preset: Optional[str] = shared_setting(
         "preset",
@@ -63,7 +64,8 @@ class PretrainingParams:
     )
     init_checkpoint: Optional[str] = shared_setting(
         "init_checkpoint",
-        help_text="Warm start: a saved albert_tf model directory (e.g. a converted release) or a "
+        help_text="Warm start: a saved albert_tf model directory, a model by name (albert_base_v2, "
+        "hf://<repo_id>, an https:// or gs:// address, a TF Hub handle; fetched and cached) or a "
         "training checkpoint (ckpt-N prefix or its directory). Ignored when --output_dir already "
         "holds a checkpoint.",
     )
@@ -232,9 +234,12 @@ class PretrainingParams:
 def validate_params(params):
     """Checks values that need no strategy; raises InvalidFlagError naming the flag."""
     p = params
-    if bool(p.albert_config_file) == bool(p.preset):
+    if (p.albert_config_file and p.preset) or not (
+        p.albert_config_file or p.preset or p.init_checkpoint
+    ):
         raise InvalidFlagError(
-            "exactly one of --albert_config_file and --preset must be given "
+            "exactly one of --albert_config_file and --preset must be given, or neither with "
+            "--init_checkpoint (its model's config) "
             f"(got --albert_config_file={p.albert_config_file!r}, --preset={p.preset!r})"
         )
     if p.preset and p.preset not in list_presets():

@@ -119,9 +119,15 @@ MAY_DIFFER = (
 
 
 def load_config(params):
+    """The config of --albert_config_file, --preset or else of the --init_checkpoint model
+    (continued pretraining; `warm_start.source_config`)."""
     if params.albert_config_file:
         return AlbertConfig.from_json_file(params.albert_config_file)
-    return AlbertConfig.from_preset(params.preset)
+    if params.preset:
+        return AlbertConfig.from_preset(params.preset)
+    from albert_tf.train.warm_start import source_config
+
+    return source_config(params.init_checkpoint)
 
 
 def _init_checkpoint_fingerprint(path):

@@ -51,6 +51,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.config import AlbertConfig
+from albert_tf.settings import InvalidFlagError
 
 CONFIG_NAMES = ("albert_config.json", "config.json")
 
@@ -74,6 +75,22 @@ def checkpoint_prefix(path):
             if latest:
                 return latest
     return None
+
+
+def source_config(path):
+    """The `AlbertConfig` of the model at `path` (a model directory, or a training checkpoint
+    with albert_config.json beside it or in its parent directory)."""
+    prefix = checkpoint_prefix(path)
+    directories = [path] if prefix is None else [os.path.dirname(prefix)]
+    directories.append(os.path.dirname(directories[0]))
+    for directory in directories:
+        config_path = _find_config(directory)
+        if config_path:
+            return AlbertConfig.from_json_file(config_path)
+    raise InvalidFlagError(
+        f"--init_checkpoint={path!r} has no albert_config.json or config.json: give its model's "
+        "--albert_config_file or --preset"
+    )
 
 
 def load_source(path, build_model):
@@ -115,7 +132,7 @@ def copy_weights(source, target, init_from_group0=False):
     for variable in target.variables:
         src = by_path.get(variable.path)
         if src is None:
-            raise ValueError(
+            raise InvalidFlagError(
                 f"--init_checkpoint: the source model has no variable {variable.path!r}"
             )
         if tuple(src.shape) == tuple(variable.shape):
@@ -134,7 +151,7 @@ def copy_weights(source, target, init_from_group0=False):
                 if init_from_group0
                 else " (a model with more groups can start from group 0 with --init_from_group0)"
             )
-            raise ValueError(
+            raise InvalidFlagError(
                 f"--init_checkpoint: variable {variable.path!r} has shape "
                 f"{tuple(src.shape)} in the source, {tuple(variable.shape)} here{hint}"
             )

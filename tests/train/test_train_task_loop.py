@@ -80,6 +80,11 @@ def _params(records, output_dir, **overrides):
     [
         (dict(preset="albert_tiny"), "exactly one of --albert_config_file and --preset"),
         (
+            dict(albert_config_file=None),
+            "exactly one of --albert_config_file and --preset must be given, or neither with "
+            "--init_checkpoint",
+        ),
+        (
             dict(albert_config_file=None, preset="albert_huge"),
             "--preset='albert_huge' is not one of",
         ),

@@ -8,7 +8,8 @@
   v1 model, 2 and 3 the v2 model: tfhub.dev now redirects to Kaggle, the archives stay);
 - `HuggingFace`: `hf://<repo_id>[@revision]`;
 - `Address`: an `https://`, `http://` or `gs://` address of an archive or a directory;
-- `LocalPath`: anything else that looks like a path (it must exist).
+- `LocalPath`: an existing path (even one named like a release: a local directory
+  `albert_base_v2/` wins, as in transformers), or anything else that looks like a path.
 
 A bare word that is none of these is refused with the accepted names and the closest match.
 
@@ -126,6 +127,8 @@ def parse(spec):
     if not isinstance(spec, str) or not spec.strip():
         raise UnknownModelError(f"no model given; accepted: {_ACCEPTED}")
     spec = spec.strip()
+    if "://" not in spec and os.path.exists(spec):
+        return LocalPath(spec)  # a directory of that name here wins, as in transformers
     if spec in RELEASES:
         return Release(spec)
     release = hub_release(spec)

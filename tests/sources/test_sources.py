@@ -364,3 +364,10 @@ def test_unknown_names_list_the_accepted_ones():
     assert "did you mean albert_base_v2?" in message and "hf://<repo_id>" in message
     with pytest.raises(sources.UnknownModelError, match="versions 1 .*version 7 is not known"):
         sources.resolve("https://tfhub.dev/google/albert_xxlarge/7")
+
+
+def test_an_existing_directory_named_like_a_release_is_that_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "albert_base_v2").mkdir()
+    resolved = sources.resolve("albert_base_v2")
+    assert (resolved.directory, resolved.cache) == ("albert_base_v2", None)

@@ -226,14 +226,18 @@ def _check_release_config(path, name, url):
 def _convert(source_format, path, spm, model_dir, origin):
     """Converts the model at `path` (`source_format`) into the albert_tf directory
     `model_dir`, with its SentencePiece model `spm`; errors name `origin`."""
+    import tensorflow as tf
+
     from albert_tf.convert.checkpoint import read_model, write_model
 
     try:
         model = read_model(source_format, path)
         write_model(model, "albert_tf", model_dir, spm, tex_quotes=source_format == "huggingface")
-    except (UserError, ValueError, TypeError, FileNotFoundError) as e:
-        if isinstance(e, SourceError):
-            raise
+    except SourceError:
+        raise
+    except tf.errors.OpError as e:  # a damaged checkpoint inside a whole archive
+        raise SourceError(f"{origin}: cannot read the checkpoint: {e.message}") from None
+    except (UserError, ValueError, TypeError, OSError) as e:
         raise SourceError(f"{origin}: {' '.join(str(e).split())}") from None
 
 

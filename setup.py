@@ -41,6 +41,14 @@ setup(
             # patches this version's gaps) behind a TLS proxy with a throw-away CA.
             "gcp-storage-emulator==2026.7.19",
             "cryptography",
+            # Only tests/convert/test_convert_keras_hub_export.py (and the fixture generator)
+            # import it, to prove that presets load both ways; the library never imports it.
+            "keras-hub==0.32.0",
+            # Test extras only, never a runtime dependency: tests/export/test_tfhub_export.py
+            # loads the TF Hub export with tensorflow_hub as the TF tutorials do, which needs
+            # Keras 2 (tf-keras), run in its own process (TF_USE_LEGACY_KERAS=1).
+            "tensorflow-hub==0.16.1",
+            "tf-keras==2.21.0",
         ],
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
         "litert": ["ai-edge-litert>=2.3"],

@@ -1,4 +1,5 @@
-"""Converts ALBERT checkpoints between the original TF1, Hugging Face and albert_tf formats.
+"""Converts ALBERT checkpoints between the original TF1, Hugging Face, keras-hub and albert_tf
+formats.
 
 The original release (model.ckpt-best + albert_config.json + 30k-clean.model) to albert_tf:
 
@@ -22,6 +23,15 @@ AlbertTokenClassifier, beside its backbone directory), and back:
     python scripts/convert_checkpoint.py --source_format=albert_tf --input=albert_mnli \
         --target_format=huggingface --output_dir=albert_mnli_hf
 
+A keras-hub preset (what `save_to_preset` wrote for an AlbertBackbone, AlbertMaskedLM or
+AlbertTextClassifier) to albert_tf, and an albert_tf model (a pretrainer, or a fine-tuned
+AlbertClassifier) to a preset that keras_hub's `from_preset` loads:
+
+    python scripts/convert_checkpoint.py --source_format=keras_hub --input=albert_preset \
+        --output_dir=albert_from_keras_hub
+    python scripts/convert_checkpoint.py --source_format=albert_tf --input=albert_base_v2 \
+        --target_format=keras_hub --output_dir=albert_base_v2_keras_hub
+
 A released model, Hugging Face repository, address or TF Hub handle by name (fetched, checked,
 converted and cached as `albert_tf.sources` describes; --source_format is then not needed):
 
@@ -41,7 +51,11 @@ os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the che
 from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli, input_paths, sources  # noqa: E402
-from albert_tf.convert.checkpoint import SOURCE_FORMATS, TARGET_FORMATS  # noqa: E402
+from albert_tf.convert.checkpoint import (  # noqa: E402
+    SOURCE_FORMATS,
+    TARGET_FORMATS,
+    VOCABULARY_FORMATS,
+)
 
 FLAGS = flags.FLAGS
 
@@ -50,7 +64,8 @@ flags.DEFINE_enum(
     None,
     list(SOURCE_FORMATS),
     "original: a TF1 checkpoint prefix (or its directory) + albert_config.json; "
-    "huggingface: a directory with config.json + model.safetensors; albert_tf: a "
+    "huggingface: a directory with config.json + model.safetensors; keras_hub: a keras-hub "
+    "preset directory (config.json + model.weights.h5, save_to_preset); albert_tf: a "
     "directory written by albert_tf.save, or one with a fine-tuned model.keras. Not needed "
     "for a named --input (detected).",
 )
@@ -72,14 +87,16 @@ flags.DEFINE_enum(
     list(TARGET_FORMATS),
     "albert_tf (for albert_tf.load; fine-tuned heads add model.keras), "
     "huggingface (AlbertForPreTraining layout; fine-tuned heads as "
-    "AlbertForSequenceClassification / AlbertForTokenClassification) or original "
-    "(a TF1 checkpoint + albert_config.json; pretraining models only).",
+    "AlbertForSequenceClassification / AlbertForTokenClassification), original "
+    "(a TF1 checkpoint + albert_config.json; pretraining models only) or keras_hub (a "
+    "keras-hub preset: pretraining models and AlbertClassifier, with the tokenizer).",
 )
 flags.DEFINE_string("output_dir", None, "Where to write the converted model.")
 flags.DEFINE_string(
     "spm_model_file",
     None,
-    "SentencePiece model stored with the converted model (target_format=albert_tf).",
+    "SentencePiece model stored with the converted model (target_format=albert_tf or "
+    "keras_hub; default: the input's own, for albert_tf and keras_hub inputs).",
 )
 flags.DEFINE_list(
     "ignore_variables",
@@ -110,15 +127,15 @@ def _config_only_for_original(values):
 
 @flags.multi_flags_validator(
     ["target_format", "spm_model_file"],
-    message="--spm_model_file is stored with --target_format=albert_tf only",
+    message="--spm_model_file is stored with --target_format=albert_tf or keras_hub only",
 )
-def _spm_only_for_albert_tf(values):
-    return values["spm_model_file"] is None or values["target_format"] == "albert_tf"
+def _spm_only_with_a_tokenizer(values):
+    return values["spm_model_file"] is None or values["target_format"] in VOCABULARY_FORMATS
 
 
 @flags.multi_flags_validator(
     ["source_format", "ignore_variables"],
-    message="--ignore_variables applies to --source_format=original or huggingface only",
+    message="--ignore_variables applies to --source_format=original, huggingface or keras_hub only",
 )
 def _ignore_only_for_foreign(values):
     return not values["ignore_variables"] or values["source_format"] != "albert_tf"
@@ -138,8 +155,8 @@ def main(argv):
         sources.check_spec("input", path)
     elif source_format is None:
         cli.fail(
-            f"--source_format is required for --input={path} (original, huggingface or "
-            "albert_tf); models by name need none"
+            f"--source_format is required for --input={path} ({', '.join(SOURCE_FORMATS)}); "
+            "models by name need none"
         )
     else:  # an original checkpoint may be a prefix, or its directory
         sources.check_spec("input", path, checkpoint=source_format == "original")

@@ -22,6 +22,14 @@ and stored in assets.extra/albert_tf.json.
 
     python scripts/export_saved_model.py --model_dir=out/mrpc --export_dir=/models/mrpc_bf16 \
         --compute_dtype=bfloat16
+
+TF Hub reusable SavedModels of a pretrained model (--format=tfhub): EXPORT_DIR/encoder and
+EXPORT_DIR/preprocessor, the TF Hub text API of albert_en_base/3 + albert_en_preprocess/3
+(`albert_tf.export.tfhub`; not versioned; the encoder has `.mlm` when the directory holds the
+pretraining heads):
+
+    python scripts/export_saved_model.py --pretrained_dir=pretrained/ --format=tfhub \
+        --export_dir=/models/albert_hub
 """
 
 import json
@@ -36,6 +44,14 @@ from albert_tf import cli, input_paths, sources  # noqa: E402
 
 FLAGS = flags.FLAGS
 
+flags.DEFINE_enum(
+    "format",
+    "saved_model",
+    ["saved_model", "tfhub"],
+    "saved_model: one SavedModel for TF Serving taking raw text (EXPORT_DIR/<version>); tfhub: "
+    "TF Hub's encoder + preprocessor pair of a pretrained model (EXPORT_DIR/{encoder,"
+    "preprocessor}).",
+)
 flags.DEFINE_string("model_dir", None, "Fine-tuning output dir (model.keras, finetune.json).")
 flags.DEFINE_string(
     "pretrained_dir",
@@ -43,7 +59,12 @@ flags.DEFINE_string(
     "Pretrained model dir, or a model by name (albert_base_v2, hf://<repo_id>, an https:// or "
     "gs:// address, a TF Hub handle): export the backbone (encode).",
 )
-flags.DEFINE_string("export_dir", None, "Base directory; versions are integer subdirectories.")
+flags.DEFINE_string(
+    "export_dir",
+    None,
+    "Base directory; versions are integer subdirectories (--format=tfhub: the directory to "
+    "create, holding encoder/ and preprocessor/).",
+)
 flags.DEFINE_integer("version", None, "Version number (default: highest existing + 1).")
 flags.DEFINE_string(
     "spm_model_file",
@@ -54,7 +75,8 @@ flags.DEFINE_bool("do_lower_case", True, "Lowercase (backbone export).")
 flags.DEFINE_integer(
     "max_seq_length",
     None,
-    "Serving sequence length (default: the training one; 128 for a backbone).",
+    "Serving sequence length (default: the training one; 128 for a backbone and for "
+    "--format=tfhub's preprocessor).",
 )
 flags.DEFINE_bool("pair", False, "Backbone export: encode takes text and text_pair.")
 flags.DEFINE_bool(
@@ -170,8 +192,45 @@ def _export_backbone(write_warmup):
     )
 
 
+# Flags of the TF Serving export that a TF Hub export (--format=tfhub) has no use for.
+SAVED_MODEL_ONLY = (
+    "version",
+    "pair",
+    "dynamic_padding",
+    "warmup",
+    "compute_dtype",
+    "agreement_file",
+    "agreement_texts",
+)
+
+
+def _check_tfhub_flags():
+    if FLAGS.model_dir:
+        cli.fail(
+            "--format=tfhub exports a pretrained model (--pretrained_dir), not a fine-tuned "
+            "--model_dir"
+        )
+    given = [f"--{name}" for name in SAVED_MODEL_ONLY if FLAGS[name].present]
+    if given:
+        cli.fail(f"--format=tfhub does not take {', '.join(given)} (TF Serving export flags)")
+
+
+def _export_tfhub():
+    from albert_tf.export import tfhub
+
+    return tfhub.export_pretrained(
+        FLAGS.pretrained_dir,
+        FLAGS.export_dir,
+        spm_model=FLAGS.spm_model_file,
+        lower_case=FLAGS.do_lower_case if FLAGS["do_lower_case"].present else None,
+        seq_length=FLAGS.max_seq_length or tfhub.DEFAULT_SEQ_LENGTH,
+    )
+
+
 def main(argv):
     del argv  # cli.run refuses positional arguments
+    if FLAGS.format == "tfhub":
+        _check_tfhub_flags()
     if bool(FLAGS.model_dir) == bool(FLAGS.pretrained_dir):
         cli.fail("give exactly one of --model_dir and --pretrained_dir")
     if FLAGS.version is not None and FLAGS.version < 1:
@@ -184,6 +243,9 @@ def main(argv):
     if FLAGS.pretrained_dir:  # before TensorFlow loads; a name is fetched after
         sources.check_spec("pretrained_dir", FLAGS.pretrained_dir)
     cli.load_tensorflow()
+    if FLAGS.format == "tfhub":
+        print(_export_tfhub())
+        return
     write_warmup = {"auto": "auto", "true": True, "false": False}[FLAGS.warmup]
     path = _export_finetuned(write_warmup) if FLAGS.model_dir else _export_backbone(write_warmup)
     logging.info("Exported %s", path)

@@ -136,6 +136,10 @@ FLAGS_ONLY = {
         "test_sigterm_sigkill_resume_equals_uninterrupted runs in full through run_classifier.py "
         "(micro-batch 2 x 2 accumulation steps: training, evaluation, export, resume)"
     ),
+    ("docs/finetune.md", "--format=tfhub"): (
+        "tests/export/test_tfhub_export.py runs the same command in full (a tiny pretrained "
+        "model with its spm.model) and checks both SavedModels it writes"
+    ),
 }
 
 

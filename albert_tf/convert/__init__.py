@@ -1,4 +1,5 @@
-"""Checkpoint conversion: the original TF1 ALBERT and Hugging Face ALBERT, to and from albert_tf.
+"""Checkpoint conversion: the original TF1 ALBERT, Hugging Face ALBERT and keras-hub presets, to
+and from albert_tf.
 
 >>> from albert_tf.convert import from_original, from_huggingface, to_huggingface
 >>> pretrainer = from_original("albert_base/model.ckpt-best")  # doctest: +SKIP
@@ -18,6 +19,13 @@ Fine-tuned original SQuAD checkpoints (run_squad_v1.py, run_squad_v2.py):
 >>> squad_v2 = head_model_from_original("squad2_out/model.ckpt-best")  # doctest: +SKIP
 >>> head_model_to_original(squad_v2, "squad2_again/")  # doctest: +SKIP
 
+keras-hub presets (AlbertBackbone, AlbertMaskedLM, AlbertTextClassifier; keras_hub is never
+imported):
+
+>>> from albert_tf.convert import from_keras_hub, to_keras_hub
+>>> classifier = from_keras_hub("albert_classifier_preset/")  # doctest: +SKIP
+>>> to_keras_hub(classifier, "albert_classifier_again/")  # doctest: +SKIP
+
 Each converter is a flat table of (source name -> our variable, transform) in
 `albert_tf.convert.names`; `albert_tf.convert.weights` applies a table with full checks.
 """
@@ -34,6 +42,8 @@ _EXPORTS = {
     "to_huggingface": "albert_tf.convert.huggingface",
     "head_model_from_huggingface": "albert_tf.convert.huggingface",
     "head_model_to_huggingface": "albert_tf.convert.huggingface",
+    "from_keras_hub": "albert_tf.convert.keras_hub",
+    "to_keras_hub": "albert_tf.convert.keras_hub",
     "ConversionError": "albert_tf.convert.weights",
 }
 __all__ = sorted(_EXPORTS)

@@ -3,12 +3,17 @@
 A row is `Rule(source, target, transform, part)`:
   source    the variable name in the foreign checkpoint. `{g}` and `{k}` stand for the group and
             inner-group index of a stacked encoder weight; the row then covers every (g, k) of
-            the target's leading [groups, inner] axes.
+            the target's leading [groups, inner] axes. None: the format has no such variable
+            (keras-hub has no SOP head); the part stays freshly initialised on import, with a
+            warning, and is not written on export.
   target    our variable, as its `variable.path` without the model's name (docs/model.md), e.g.
             "encoder/attention/query_kernel" for `albert/encoder/attention/query_kernel`.
   transform how the foreign array becomes ours: NONE, or TRANSPOSE (a 2-D [out, in] PyTorch
             Linear weight or the original's [2, H] SOP matrix vs our [in, out] kernel). Both are
-            their own inverse, so the same row serves import and export.
+            their own inverse, so the same row serves import and export. Or a `Reshape(shape)`:
+            the same values in row-major order, stored in `shape` (config field names, e.g.
+            keras-hub's per-head attention kernels [hidden_size, num_attention_heads,
+            head_size]); import reshapes to our shape, export to `shape`.
   part      which part of the model the row belongs to. The parts "embeddings" and "encoder" must
             be in every checkpoint; "projection" exists exactly when E != H; "pooler",
             "masked_lm" and "sentence_order" may be absent as a whole (they are then freshly
@@ -30,6 +35,7 @@ NONE = "none"
 TRANSPOSE = "transpose"
 
 Rule = collections.namedtuple("Rule", "source target transform part")
+Reshape = collections.namedtuple("Reshape", "shape")
 
 OPTIONAL_PARTS = ("pooler", "masked_lm", "sentence_order")
 
@@ -295,3 +301,106 @@ HUGGINGFACE_QUESTION_ANSWERING = backbone_rules(HUGGINGFACE) + (
 
 # Non-persistent buffers that older transformers versions saved; not weights.
 HUGGINGFACE_IGNORED = (re.compile(r"^albert\.embeddings\.(position_ids|token_type_ids)$"),)
+
+# ------------------------------------------------------------ keras-hub AlbertBackbone preset
+# Names as `albert_tf.convert.keras_hub` reads a Keras 3 weights file (model.weights.h5, and
+# task.weights.h5 of a task preset): the Keras layer names from the outer layer in, then the
+# variable's index in its layer (Keras' order: 0 = kernel, gamma or embeddings, 1 = bias or
+# beta; the MLM head's own 0 is its output bias). keras-hub splits the attention kernels per
+# head: query/key/value [H, heads, head_size] with biases [heads, head_size], the output
+# [heads, head_size, H]; the rows reshape them (row-major, as HF's heads are contiguous chunks).
+_KERAS_HUB_BLOCK = "group_{g}_inner_layer_{k}"
+_KERAS_HUB_ATTENTION = f"{_KERAS_HUB_BLOCK}/self_attention_layer"
+_HEADS_IN = Reshape(("hidden_size", "num_attention_heads", "head_size"))
+_HEADS_BIAS = Reshape(("num_attention_heads", "head_size"))
+_HEADS_OUT = Reshape(("num_attention_heads", "head_size", "hidden_size"))
+KERAS_HUB = (
+    Rule("token_embedding/0", "embeddings/word_embeddings", NONE, "embeddings"),
+    Rule("position_embedding/0", "embeddings/position_embeddings", NONE, "embeddings"),
+    Rule("segment_embedding/0", "embeddings/token_type_embeddings", NONE, "embeddings"),
+    Rule("embeddings_layer_norm/0", "embeddings/layer_norm/gamma", NONE, "embeddings"),
+    Rule("embeddings_layer_norm/1", "embeddings/layer_norm/beta", NONE, "embeddings"),
+    Rule("embedding_projection/0", "embeddings/embedding_projection/kernel", NONE, "projection"),
+    Rule("embedding_projection/1", "embeddings/embedding_projection/bias", NONE, "projection"),
+    Rule(f"{_KERAS_HUB_ATTENTION}/query/0", "encoder/attention/query_kernel", _HEADS_IN, "encoder"),
+    Rule(f"{_KERAS_HUB_ATTENTION}/query/1", "encoder/attention/query_bias", _HEADS_BIAS, "encoder"),
+    Rule(f"{_KERAS_HUB_ATTENTION}/key/0", "encoder/attention/key_kernel", _HEADS_IN, "encoder"),
+    Rule(f"{_KERAS_HUB_ATTENTION}/key/1", "encoder/attention/key_bias", _HEADS_BIAS, "encoder"),
+    Rule(f"{_KERAS_HUB_ATTENTION}/value/0", "encoder/attention/value_kernel", _HEADS_IN, "encoder"),
+    Rule(f"{_KERAS_HUB_ATTENTION}/value/1", "encoder/attention/value_bias", _HEADS_BIAS, "encoder"),
+    Rule(
+        f"{_KERAS_HUB_ATTENTION}/attention_output/0",
+        "encoder/attention/output_kernel",
+        _HEADS_OUT,
+        "encoder",
+    ),
+    Rule(
+        f"{_KERAS_HUB_ATTENTION}/attention_output/1",
+        "encoder/attention/output_bias",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_KERAS_HUB_BLOCK}/self_attention_layer_norm/0",
+        "encoder/attention/layer_norm_gamma",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_KERAS_HUB_BLOCK}/self_attention_layer_norm/1",
+        "encoder/attention/layer_norm_beta",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_KERAS_HUB_BLOCK}/feedforward_intermediate_dense/0",
+        "encoder/ffn/intermediate_kernel",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_KERAS_HUB_BLOCK}/feedforward_intermediate_dense/1",
+        "encoder/ffn/intermediate_bias",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_KERAS_HUB_BLOCK}/feedforward_output_dense/0",
+        "encoder/ffn/output_kernel",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_KERAS_HUB_BLOCK}/feedforward_output_dense/1", "encoder/ffn/output_bias", NONE, "encoder"
+    ),
+    Rule(
+        f"{_KERAS_HUB_BLOCK}/feedforward_layer_norm/0",
+        "encoder/ffn/layer_norm_gamma",
+        NONE,
+        "encoder",
+    ),
+    Rule(
+        f"{_KERAS_HUB_BLOCK}/feedforward_layer_norm/1",
+        "encoder/ffn/layer_norm_beta",
+        NONE,
+        "encoder",
+    ),
+    Rule("pooled_dense/0", "pooler/kernel", NONE, "pooler"),
+    Rule("pooled_dense/1", "pooler/bias", NONE, "pooler"),
+    # task.weights.h5 of an AlbertMaskedLM preset (its MaskedLMHead, `mlm_head`).
+    Rule("mlm_head/intermediate_dense/0", "masked_lm/dense/kernel", NONE, "masked_lm"),
+    Rule("mlm_head/intermediate_dense/1", "masked_lm/dense/bias", NONE, "masked_lm"),
+    Rule("mlm_head/intermediate_layer_norm/0", "masked_lm/layer_norm/gamma", NONE, "masked_lm"),
+    Rule("mlm_head/intermediate_layer_norm/1", "masked_lm/layer_norm/beta", NONE, "masked_lm"),
+    Rule("mlm_head/0", "masked_lm/output_bias", NONE, "masked_lm"),
+    # keras-hub has no sentence-order head.
+    Rule(None, "sentence_order/dense/kernel", NONE, "sentence_order"),
+    Rule(None, "sentence_order/dense/bias", NONE, "sentence_order"),
+)
+# task.weights.h5 of an AlbertTextClassifier preset: pooled output -> output_dropout -> `logits`.
+KERAS_HUB_CLASSIFIER = backbone_rules(KERAS_HUB) + (
+    Rule("logits/0", "logits/kernel", NONE, "classifier"),
+    Rule("logits/1", "logits/bias", NONE, "classifier"),
+)
+# Training state a task preset may carry: the optimizer's iteration count and learning rate.
+KERAS_HUB_IGNORED = (re.compile(r"^optimizer/"),)

@@ -7,7 +7,7 @@ Import checks, each a `ConversionError` that names the variable:
   * the checkpoint holds variables nothing uses (after the format's explicit ignore list), e.g.
     extra groups, a projection the config does not have, or fine-tuning heads.
 Optional parts (pooler, MLM head, SOP head) absent as a whole keep their fresh initialisation,
-with a logged warning.
+with a logged warning; so do parts a format cannot hold (rows whose source is None).
 """
 
 import re
@@ -83,7 +83,8 @@ def _expand(rule, variable):
 
 
 def _plan(table, variables):
-    """[(source name, rule, (g, k) or None)] for every model variable; each needs a rule."""
+    """[(source name, rule, (g, k) or None)] for every model variable; each needs a rule (a
+    rule whose source is None covers a variable the format has no counterpart for)."""
     plan = []
     covered = set()
     for rule in table:
@@ -91,6 +92,8 @@ def _plan(table, variables):
         if variable is None:
             continue  # e.g. the projection when E == H
         covered.add(rule.target)
+        if rule.source is None:
+            continue
         plan += [(source, rule, index) for source, index in _expand(rule, variable)]
     uncovered = set(variables) - covered
     if uncovered:
@@ -98,17 +101,26 @@ def _plan(table, variables):
     return plan
 
 
-def _transform(array, transform):
+def _transform(array, transform, shape):
+    """The array `transform` makes of `array`; `shape` is the result's (for a Reshape)."""
     if transform == names.TRANSPOSE:
         return np.transpose(array)
+    if isinstance(transform, names.Reshape):
+        return np.reshape(array, shape)
     return array
 
 
-def _dims(target, config):
+def _stored_shape(transform, config):
+    """The foreign shape of a Reshape rule, from the config's fields."""
+    return tuple(int(getattr(config, field)) for field in transform.shape)
+
+
+def _dims(rule, config):
+    shape = names.TARGET_SHAPES[rule.target]
+    if isinstance(rule.transform, names.Reshape):
+        shape = shape + rule.transform.shape
     fields = dict.fromkeys(
-        f
-        for f in names.TARGET_SHAPES[target]
-        if isinstance(f, str) and f not in ("groups", "inner")
+        f for f in shape if isinstance(f, str) and f not in ("groups", "inner", "head_size")
     )
     return ", ".join(f"{f}={getattr(config, f)}" for f in fields)
 
@@ -123,7 +135,7 @@ def _unused_hint(unused, table, config):
     hints = []
     indices = []
     for rule in table:
-        if "{g}" in rule.source:
+        if rule.source and "{g}" in rule.source:
             pattern = _stacked_pattern(rule)
             indices += [tuple(int(i) for i in m.groups()) for m in map(pattern.match, unused) if m]
     if indices:
@@ -159,6 +171,10 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
     """
     config = pretrainer.backbone.config
     variables = model_variables(pretrainer)
+    absent = sorted(
+        {r.part for r in table if r.source is None and r.target in variables}
+        - {r.part for r in table if r.source is not None and r.target in variables}
+    )
     skipped = sorted(n for n in checkpoint.shapes if any(p.search(n) for p in ignored))
     if skipped:
         logging.info(
@@ -175,6 +191,13 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
         wanted.setdefault(rule.part, []).append((source, rule, index))
 
     loaded, initialized, used = [], [], set()
+    for part in absent:
+        logging.warning(
+            "%s: this format has no %s weights; they keep their fresh random initialisation",
+            checkpoint.location,
+            part,
+        )
+        initialized.append(part)
     for part, entries in wanted.items():
         missing = [checkpoint.display(s) for s, _, _ in entries if s not in available]
         if missing and part in names.OPTIONAL_PARTS and len(missing) == len(entries):
@@ -214,15 +237,17 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
             variable = variables[rule.target]
             expected = tuple(variable.shape[2:] if index is not None else variable.shape)
             stored = checkpoint.shapes[source]
-            transposed = tuple(reversed(stored)) if rule.transform == names.TRANSPOSE else stored
-            if transposed != expected:
-                needed = (
-                    tuple(reversed(expected)) if rule.transform == names.TRANSPOSE else expected
-                )
+            if rule.transform == names.TRANSPOSE:
+                needed = tuple(reversed(expected))
+            elif isinstance(rule.transform, names.Reshape):
+                needed = _stored_shape(rule.transform, config)
+            else:
+                needed = expected
+            if stored != needed:
                 raise ConversionError(
                     f"{checkpoint.location}: variable {checkpoint.display(source)} has shape "
                     f"{list(stored)} but the model built from {config_source} needs "
-                    f"{list(needed)} ({_dims(rule.target, config)}): the config does not match "
+                    f"{list(needed)} ({_dims(rule, config)}): the config does not match "
                     f"the checkpoint"
                 )
     unused = sorted(available - used)
@@ -238,7 +263,8 @@ def load_weights(pretrainer, checkpoint, table, ignored=(), config_source="the c
     for part in loaded:
         for source, rule, index in wanted[part]:
             variable = variables[rule.target]
-            array = _transform(checkpoint.read(source), rule.transform)
+            shape = tuple(variable.shape[2:] if index is not None else variable.shape)
+            array = _transform(checkpoint.read(source), rule.transform, shape)
             if index is None:
                 values[rule.target] = array
             else:
@@ -290,9 +316,15 @@ def shared_groups(config):
 def export_weights(pretrainer, table):
     """{checkpoint name: float32 np.ndarray} for every model variable, named by `table`."""
     variables = model_variables(pretrainer)
+    config = pretrainer.backbone.config
     values = {target: np.asarray(v.numpy(), np.float32) for target, v in variables.items()}
     arrays = {}
     for source, rule, index in _plan(table, variables):
         value = values[rule.target] if index is None else values[rule.target][index]
-        arrays[source] = np.ascontiguousarray(_transform(value, rule.transform))
+        shape = (
+            _stored_shape(rule.transform, config)
+            if isinstance(rule.transform, names.Reshape)
+            else None
+        )
+        arrays[source] = np.ascontiguousarray(_transform(value, rule.transform, shape))
     return arrays

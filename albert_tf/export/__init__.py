@@ -12,6 +12,8 @@ imported on use).
   `litert_text`, `dense`: their tokenizer and dense-graph pieces; `litert_quiet`: quiet
   conversion.
 - `versions`, `warmup`: version directories and TF Serving warmup requests.
+- `tfhub`: `export_tfhub`, TF Hub's reusable encoder + preprocessor SavedModels (not for TF
+  Serving's version directories).
 """
 
 from albert_tf._lazy import lazy_attributes  # noqa: E402

@@ -58,9 +58,10 @@ def _remove_incomplete(base_dir):
             tf.io.gfile.rmtree(path)
 
 
-def _move(tmp, target):
-    """Renames the finished staging directory to `target`; on an object store file by file,
-    saved_model.pb last."""
+def move_into_place(tmp, target):
+    """Renames the finished staging directory `tmp` to `target` (which must not exist); on an
+    object store file by file, each saved_model.pb after the other files and, of those, the
+    last in path order last."""
     if "://" not in target:
         tf.io.gfile.rename(tmp, target)
         return
@@ -68,7 +69,7 @@ def _move(tmp, target):
     for root, _, names in tf.io.gfile.walk(tmp):
         folder = root[len(tmp) :].strip("/")
         relative += [f"{folder}/{name}" if folder else name for name in names]
-    for name in sorted(relative, key=lambda name: name == SAVED_MODEL_FILE):
+    for name in sorted(relative, key=lambda name: (name.split("/")[-1] == SAVED_MODEL_FILE, name)):
         tf.io.gfile.rename(f"{tmp}/{name}", f"{target}/{name}")
     tf.io.gfile.rmtree(tmp)
 
@@ -118,7 +119,7 @@ def publish_version(base_dir, version=None):
                 f"{target} appeared while exporting; not overwriting it "
                 f"(the export is left in {tmp})"
             )
-        _move(tmp, target)
+        move_into_place(tmp, target)
     except FileExistsError:
         raise
     except BaseException:

@@ -171,7 +171,13 @@ class SentenceClassificationTask(FinetuneTask):
         return tuple(self.splits)
 
     def configure_text(
-        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
+        self,
+        spm_model,
+        lower_case=True,
+        max_seq_length=512,
+        static_shapes=False,
+        tex_quotes=False,
+        albert_rules=True,
     ):
         if static_shapes and self.data.dynamic_padding:
             raise InvalidFlagError(
@@ -185,6 +191,7 @@ class SentenceClassificationTask(FinetuneTask):
             truncation=self.data.truncation,
             dynamic_padding=not static_shapes if dynamic is None else dynamic,
             tex_quotes=tex_quotes,
+            albert_rules=albert_rules,
         )
 
     def load(self, splits):

@@ -34,7 +34,11 @@ class FinetuneParams:
     init_checkpoint: Optional[str] = shared_setting("init_checkpoint")
     preset: Optional[str] = shared_setting("preset")
     spm_model_file: Optional[str] = shared_setting("spm_model_file")
-    do_lower_case: bool = setting(True, "Lowercase text (True for the released models).")
+    do_lower_case: Optional[bool] = setting(
+        None,
+        "Lowercase text; default: what --init_checkpoint's text.json records (false for a "
+        "keras-hub preset), else true (the released models are uncased).",
+    )
     max_seq_length: int = shared_setting("max_seq_length")
     do_train: bool = setting(True, "Fine-tune.")
     do_eval: bool = setting(

@@ -73,7 +73,13 @@ class RaceTask(FinetuneTask):
 
     # ------------------------------------------------------------------ description
     def configure_text(
-        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
+        self,
+        spm_model,
+        lower_case=True,
+        max_seq_length=512,
+        static_shapes=False,
+        tex_quotes=False,
+        albert_rules=True,
     ):
         if self.data.high_only and self.data.middle_only:
             raise InvalidFlagError("--high_only and --middle_only exclude each other")
@@ -84,7 +90,9 @@ class RaceTask(FinetuneTask):
                 f"--max_qa_length={self.data.max_qa_length} must be in [1, "
                 f"--max_seq_length - 3 = {max_seq_length - 3}]"
             ) from None
-        super().configure_text(spm_model, lower_case, max_seq_length, static_shapes, tex_quotes)
+        super().configure_text(
+            spm_model, lower_case, max_seq_length, static_shapes, tex_quotes, albert_rules
+        )
 
     def read_split(self, split):
         """The `RaceExamples` of `split`: from --data_dir's files or, with --use_tfds, from TFDS
@@ -106,6 +114,7 @@ class RaceTask(FinetuneTask):
             self.preprocessor.model_proto,
             lower_case=self.preprocessor.lower_case,
             tex_quotes=self.preprocessor.tex_quotes,
+            albert_rules=self.preprocessor.albert_rules,
         )
         max_seq_length = self.preprocessor.max_seq_length
         for split in ("train", "dev", "test"):

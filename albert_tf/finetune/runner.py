@@ -201,21 +201,37 @@ def resolve_vocabulary(params, config):
 
 
 def text_settings(params):
-    """{"tex_quotes": bool} of the run: what the --init_checkpoint directory records
-    (`albert_tf.models.model_dir.text_settings`: True for a model converted from Hugging Face),
-    the defaults for a --preset."""
+    """{"tex_quotes": bool, "lower_case": bool, and "albert_rules" where recorded} of the run:
+    what the --init_checkpoint directory records (`albert_tf.models.model_dir.text_settings`:
+    tex_quotes True for a model converted from Hugging Face; lower_case and albert_rules False
+    for one from a keras-hub preset), the defaults for a --preset; --do_lower_case, when given,
+    overrides the recorded lower_case (default True)."""
     from albert_tf.models import model_dir
 
     if not params.init_checkpoint:
-        return dict(model_dir.DEFAULT_TEXT_SETTINGS)
-    try:
-        settings = model_dir.text_settings(params.init_checkpoint)
-    except model_dir.ModelDirectoryError as e:
-        raise InvalidFlagError(f"--init_checkpoint: {e}") from None
-    if settings != model_dir.DEFAULT_TEXT_SETTINGS:
-        logging.info(
-            "--init_checkpoint=%s records the text settings %s", params.init_checkpoint, settings
-        )
+        settings = dict(model_dir.DEFAULT_TEXT_SETTINGS)
+    else:
+        try:
+            settings = model_dir.text_settings(params.init_checkpoint)
+        except model_dir.ModelDirectoryError as e:
+            raise InvalidFlagError(f"--init_checkpoint: {e}") from None
+        if settings != model_dir.DEFAULT_TEXT_SETTINGS:
+            logging.info(
+                "--init_checkpoint=%s records the text settings %s",
+                params.init_checkpoint,
+                settings,
+            )
+    if params.do_lower_case is not None:
+        recorded = settings.get("lower_case")
+        if recorded is not None and recorded != params.do_lower_case:
+            logging.warning(
+                "--do_lower_case=%s overrides lower_case=%s recorded by --init_checkpoint=%s",
+                params.do_lower_case,
+                recorded,
+                params.init_checkpoint,
+            )
+        settings["lower_case"] = params.do_lower_case
+    settings.setdefault("lower_case", True)
     return settings
 
 
@@ -889,7 +905,6 @@ def run_finetuning(params, task, strategy=None):
     keras.utils.set_random_seed(params.seed)
     task.configure_text(
         spm_model,
-        lower_case=params.do_lower_case,
         max_seq_length=params.max_seq_length,
         static_shapes=strategy_lib.is_tpu(strategy),
         **text_settings(params),

@@ -136,9 +136,21 @@ class SquadTask(FinetuneTask):
         return tuple(self.examples)
 
     def configure_text(
-        self, spm_model, lower_case=True, max_seq_length=384, static_shapes=False, tex_quotes=False
+        self,
+        spm_model,
+        lower_case=True,
+        max_seq_length=384,
+        static_shapes=False,
+        tex_quotes=False,
+        albert_rules=True,
     ):
         d = self.data
+        if not albert_rules:
+            raise InvalidFlagError(
+                "--init_checkpoint records albert_rules=false (a model converted from a "
+                "keras-hub preset, whose tokenizer keeps accents and whitespace): SQuAD's "
+                "answer alignment follows ALBERT's text rules and does not support it yet"
+            )
         for flag in (
             "doc_stride",
             "max_query_length",

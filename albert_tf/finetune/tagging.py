@@ -74,13 +74,21 @@ class TokenClassificationTask(FinetuneTask):
         return tuple(self.sentences)
 
     def configure_text(
-        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
+        self,
+        spm_model,
+        lower_case=True,
+        max_seq_length=512,
+        static_shapes=False,
+        tex_quotes=False,
+        albert_rules=True,
     ):
         try:
             window_sizes(max_seq_length, self.data.stride)
         except ValueError as e:
             raise InvalidFlagError(f"--{e}") from None
-        super().configure_text(spm_model, lower_case, max_seq_length, static_shapes, tex_quotes)
+        super().configure_text(
+            spm_model, lower_case, max_seq_length, static_shapes, tex_quotes, albert_rules
+        )
 
     def _read(self, split, path):
         flag = f"--{split}_file"

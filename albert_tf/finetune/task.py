@@ -142,15 +142,26 @@ class FinetuneTask(abc.ABC):
         return self.kind
 
     def configure_text(
-        self, spm_model, lower_case=True, max_seq_length=512, static_shapes=False, tex_quotes=False
+        self,
+        spm_model,
+        lower_case=True,
+        max_seq_length=512,
+        static_shapes=False,
+        tex_quotes=False,
+        albert_rules=True,
     ):
-        """Sets the tokenizer (a SentencePiece model path or bytes, `lower_case`, `tex_quotes`
-        as `SentencePieceTokenizer`'s) and sequence length; `static_shapes` (TPU) forbids
-        padding a batch to less than `max_seq_length`. The default sets `preprocessor`."""
+        """Sets the tokenizer (a SentencePiece model path or bytes, `lower_case`, `tex_quotes`,
+        `albert_rules` as `SentencePieceTokenizer`'s) and sequence length; `static_shapes`
+        (TPU) forbids padding a batch to less than `max_seq_length`. The default sets
+        `preprocessor`."""
         from albert_tf.models.preprocessor import AlbertPreprocessor
 
         self.preprocessor = AlbertPreprocessor(
-            spm_model, lower_case=lower_case, max_seq_length=max_seq_length, tex_quotes=tex_quotes
+            spm_model,
+            lower_case=lower_case,
+            max_seq_length=max_seq_length,
+            tex_quotes=tex_quotes,
+            albert_rules=albert_rules,
         )
 
     @property

@@ -213,6 +213,13 @@ class AlbertEncoder(keras.layers.Layer):
             training-layout encoder (served bfloat16 exports are built so).
         seed: seed of the dropout masks (used only with dropout > 0 and training=True).
 
+    Attribute `written_gradient` (True; set it before a training call is traced): training
+    graphs run the blocks with their written-out gradient and XLA-compiled elementwise kernels.
+    False runs them as plain TF ops that TF differentiates (the same gradients, slower): what a
+    SavedModel fine-tuned after loading needs (`albert_tf.export.tfhub`), since a custom
+    gradient inside the loop cannot be differentiated once loaded (TF finds the tensors it
+    kept out of scope).
+
     Variables: `encoder/attention/<name>` [attention_groups, inner_group_num, ...] and
     `encoder/ffn/<name>` [ffn_groups, inner_group_num, ...] (see StackedWeights);
     `attention_weights` / `ffn_weights` map names to them.
@@ -247,6 +254,7 @@ class AlbertEncoder(keras.layers.Layer):
         self.seed = seed
         self.recompute = bool(recompute)
         self.serving_layout = bool(serving_layout)
+        self.written_gradient = True  # see the class docstring
         self.settings = block.BlockSettings.from_config(config)
         stack = dict(
             inner=config.inner_group_num,
@@ -323,9 +331,11 @@ class AlbertEncoder(keras.layers.Layer):
         attention, ffn = _selector(attention), _selector(ffn)
         use_dropout = bool(training) and self.seed_generator is not None
         # Training graphs run the block with its written-out gradient and the elementwise math
-        # as XLA kernels; inference graphs (exported SavedModels) stay plain TF ops, so that
-        # serving them needs no XLA JIT.
-        settings = dataclasses.replace(self.settings, fused=bool(training))
+        # as XLA kernels (unless `written_gradient` is off); inference graphs (exported
+        # SavedModels) stay plain TF ops, so that serving them needs no XLA JIT.
+        settings = dataclasses.replace(
+            self.settings, fused=bool(training) and self.written_gradient
+        )
         n = self.num_iterations
         masks = None
         if use_dropout:

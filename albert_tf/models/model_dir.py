@@ -8,11 +8,16 @@ Layout of a model directory:
     spm.model               optional SentencePiece model (checked against vocab_size)
     text.json               the text settings the model's ids follow: {"tex_quotes": bool}
                             (True for a model converted from Hugging Face, whose tokenizer
-                            replaces `` and '' by "); a directory without it reads as False
+                            replaces `` and '' by "); a directory without it reads as False.
+                            A model converted from a keras-hub preset also records
+                            "lower_case": false and "albert_rules": false (its tokenizer feeds
+                            the text to SentencePiece as given: no lowercasing, accent
+                            stripping, whitespace collapse or digit-comma rule)
     model.keras             optional fine-tuned head model (albert_tf.convert.checkpoint)
 
 `text_settings(directory)` reads text.json; tokenizers built from the directory's spm.model
-(`AlbertPreprocessor.from_pretrained`, the fine-tuning runner) follow it.
+(`AlbertPreprocessor.from_pretrained`, the fine-tuning runner) follow it. A recorded lower_case
+is the model's default: an explicit `lower_case=` (or --do_lower_case) still overrides it.
 
 `load(directory)` always returns an AlbertPretrainer: from a backbone-only directory its heads
 are freshly initialised (a warning is logged). `load_backbone(directory)` returns the
@@ -81,6 +86,10 @@ LAYOUT_FILES = (
 )
 # The text settings of a directory without text.json (saved before they were recorded).
 DEFAULT_TEXT_SETTINGS = {"tex_quotes": False}
+# Settings text.json holds only when a model needs them (a keras-hub preset's "lower_case":
+# false, "albert_rules": false); absent, the tokenizers' own defaults apply (lower_case: the
+# caller's, e.g. --do_lower_case, default true; albert_rules: true).
+OPTIONAL_TEXT_SETTINGS = ("lower_case", "albert_rules")
 _LAYOUT = (
     f"{CONFIG_FILE} plus {PRETRAINER_WEIGHTS} or {BACKBONE_WEIGHTS} (and optionally {SPM_FILE})"
 )
@@ -94,7 +103,15 @@ def _join(directory, name):
     return f"{directory.rstrip('/')}/{name}"
 
 
-def save(model, directory, spm_model=None, extra_files=None, tex_quotes=False):
+def save(
+    model,
+    directory,
+    spm_model=None,
+    extra_files=None,
+    tex_quotes=False,
+    lower_case=None,
+    albert_rules=True,
+):
     """Writes `model` (an AlbertPretrainer or AlbertModel) as the directory `directory`, whole.
 
     Args:
@@ -107,6 +124,11 @@ def save(model, directory, spm_model=None, extra_files=None, tex_quotes=False):
             into the same directory (the fine-tuned head's model.keras).
         tex_quotes: recorded in text.json: whether the model's ids come from text with the
             TeX quotes `` and '' replaced by " (Hugging Face's tokenizer; False: the original).
+        lower_case: recorded in text.json when not None: whether the model's ids come from
+            lowercased text (None: not recorded, the caller's choice, true by default).
+        albert_rules: recorded in text.json when False: the ids come from SentencePiece on the
+            text as given, without ALBERT's whitespace collapse, accent stripping and
+            digit-comma rule (keras-hub's tokenizer).
     """
     if isinstance(model, AlbertPretrainer):
         weights_name, config = PRETRAINER_WEIGHTS, model.backbone.config
@@ -127,12 +149,18 @@ def save(model, directory, spm_model=None, extra_files=None, tex_quotes=False):
             flag="spm_model",
             model=f"the {type(model).__name__} saved to {directory}",
         )
-    if not isinstance(tex_quotes, bool):
-        raise TypeError(f"tex_quotes must be a bool, got {tex_quotes!r}")
+    text = {"tex_quotes": tex_quotes}
+    if lower_case is not None:
+        text["lower_case"] = lower_case
+    if albert_rules is not True:
+        text["albert_rules"] = albert_rules
+    for name, value in text.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, got {value!r}")
     writers = {
         CONFIG_FILE: lambda path: config.to_json_file(path, dialect="original"),
         weights_name: model.save_weights,
-        TEXT_FILE: lambda path: write_json(path, {"tex_quotes": tex_quotes}),
+        TEXT_FILE: lambda path: write_json(path, text),
     }
     if spm_model is not None:
         writers[SPM_FILE] = lambda path: tf.io.gfile.copy(spm_model, path, overwrite=True)
@@ -146,9 +174,10 @@ def save(model, directory, spm_model=None, extra_files=None, tex_quotes=False):
 
 
 def text_settings(directory):
-    """{"tex_quotes": bool}: the text settings recorded in `directory`'s text.json, as keyword
-    arguments of `SentencePieceTokenizer` / `AlbertPreprocessor`; the defaults
-    (`DEFAULT_TEXT_SETTINGS`) for a directory saved before they were recorded."""
+    """{"tex_quotes": bool, plus "lower_case" and "albert_rules" where recorded}: the text
+    settings of `directory`'s text.json, as keyword arguments of `SentencePieceTokenizer` /
+    `AlbertPreprocessor`; the defaults (`DEFAULT_TEXT_SETTINGS`) for a directory saved before
+    they were recorded."""
     path = _join(directory, TEXT_FILE)
     if not tf.io.gfile.exists(path):
         return dict(DEFAULT_TEXT_SETTINGS)
@@ -157,6 +186,7 @@ def text_settings(directory):
     except ValueError as e:
         raise ModelDirectoryError(str(e)) from None
     settings = dict(DEFAULT_TEXT_SETTINGS)
+    settings.update({n: values[n] for n in OPTIONAL_TEXT_SETTINGS if n in values})
     for name in settings:
         value = values.get(name, settings[name])
         if not isinstance(value, bool):

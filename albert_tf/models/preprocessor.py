@@ -51,6 +51,9 @@ class AlbertPreprocessor(keras.layers.Layer):
         bucket: padded lengths are multiples of this with dynamic padding.
         tex_quotes: replace the TeX quotes `` and '' with " while normalizing, as Hugging
             Face's `AlbertTokenizer` does (False: the original ALBERT, which keeps them).
+        albert_rules: ALBERT's whitespace collapse, accent stripping and digit-comma rule
+            (False: SentencePiece on the text as given, as keras-hub's `AlbertTokenizer`; a
+            model converted from a keras-hub preset records it, see `from_pretrained`).
 
     Call with a batch of texts or of pairs; it returns a dict of int32 [B, S] tensors:
     - texts: a Python list of B strings, or a string array / tensor [B] (or [B, 1]);
@@ -81,6 +84,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         dynamic_padding=False,
         bucket=8,
         tex_quotes=False,
+        albert_rules=True,
         **kwargs,
     ):
         kwargs.setdefault("trainable", False)
@@ -99,9 +103,13 @@ class AlbertPreprocessor(keras.layers.Layer):
             raise ValueError(f"bucket must be a positive integer, got {bucket!r}")
         self.lower_case = bool(lower_case)
         self.tex_quotes = bool(tex_quotes)
+        self.albert_rules = bool(albert_rules)
         # Read and checked from the path itself, so an error names the file.
         python_tokenizer = SentencePieceTokenizer(
-            spm_model, lower_case=self.lower_case, tex_quotes=self.tex_quotes
+            spm_model,
+            lower_case=self.lower_case,
+            tex_quotes=self.tex_quotes,
+            albert_rules=self.albert_rules,
         )
         self.model_proto = python_tokenizer.model_proto
         self.source = python_tokenizer.source  # the .model path (None after from_config)
@@ -120,6 +128,7 @@ class AlbertPreprocessor(keras.layers.Layer):
             self.model_proto,
             lower_case=self.lower_case,
             tex_quotes=self.tex_quotes,
+            albert_rules=self.albert_rules,
             name="tokenizer",
         )
         self.packer = SegmentPacker(
@@ -143,7 +152,8 @@ class AlbertPreprocessor(keras.layers.Layer):
     def from_pretrained(cls, directory, spm_model=None, **kwargs):
         """A preprocessor for the model saved in `directory` (by `albert_tf.save` or
         convert_checkpoint.py): its spm.model (or `spm_model`) and the text settings it
-        records (`albert_tf.models.model_dir.text_settings`); `kwargs` as the constructor's.
+        records (`albert_tf.models.model_dir.text_settings`: tex_quotes, and lower_case and
+        albert_rules where recorded); `kwargs` as the constructor's, overriding them.
         `directory` may name a model to fetch, as `albert_tf.sources` accepts."""
         from albert_tf.models import model_dir
 
@@ -234,6 +244,7 @@ class AlbertPreprocessor(keras.layers.Layer):
             dynamic_padding=self.dynamic_padding,
             bucket=self.bucket,
             tex_quotes=self.tex_quotes,
+            albert_rules=self.albert_rules,
         )
         return config
 

@@ -158,6 +158,11 @@ class _SquadModel(AlbertHeadModel):
         from albert_tf.data.squad_features import FeatureSettings
 
         pre = self.preprocessor
+        if not pre.albert_rules:
+            raise ValueError(
+                "The preprocessor has albert_rules=False (keras-hub's tokenizer): SQuAD's "
+                "answer alignment follows ALBERT's text rules and does not support it yet"
+            )
         max_seq_length = pre.max_seq_length
         doc_stride, query = options["doc_stride"], options["max_query_length"]
         return FeatureSettings(

@@ -71,21 +71,20 @@ def load(spec, dtype=None, output_encoder_outputs=False, unroll=False):
 
 def save_as(spec, output_dir, target_format="albert_tf", spm_model=None):
     """Writes the model `spec` names as `output_dir` in `target_format` ("albert_tf",
-    "huggingface", "original"; `albert_tf.convert.checkpoint.write_model`), keeping its
-    SentencePiece model (or `spm_model`) and text settings in an albert_tf directory; returns
-    the model.
+    "huggingface", "original", "keras_hub"; `albert_tf.convert.checkpoint.write_model`),
+    keeping its SentencePiece model (or `spm_model`) and text settings in an albert_tf
+    directory or a keras-hub preset; returns the model.
 
     >>> save_as("albert_base_v2", "albert_base_v2_hf", "huggingface")  # doctest: +SKIP
     """
-    from albert_tf.convert.checkpoint import read_model, write_model
+    from albert_tf.convert.checkpoint import VOCABULARY_FORMATS, read_model, write_model
     from albert_tf.models import model_dir
 
     directory = model_directory(spec)
     model = read_model("albert_tf", directory)
-    if target_format == "albert_tf":
+    if target_format in VOCABULARY_FORMATS:
         spm_model = spm_model or model_dir.spm_model_path(directory)
-    tex_quotes = model_dir.text_settings(directory)["tex_quotes"]
-    write_model(model, target_format, output_dir, spm_model, tex_quotes)
+    write_model(model, target_format, output_dir, spm_model, **model_dir.text_settings(directory))
     return model
 
 

@@ -228,11 +228,11 @@ def _convert(source_format, path, spm, model_dir, origin):
     `model_dir`, with its SentencePiece model `spm`; errors name `origin`."""
     import tensorflow as tf
 
-    from albert_tf.convert.checkpoint import read_model, write_model
+    from albert_tf.convert.checkpoint import read_model, source_text_settings, write_model
 
     try:
         model = read_model(source_format, path)
-        write_model(model, "albert_tf", model_dir, spm, tex_quotes=source_format == "huggingface")
+        write_model(model, "albert_tf", model_dir, spm, **source_text_settings(source_format))
     except SourceError:
         raise
     except tf.errors.OpError as e:  # a damaged checkpoint inside a whole archive
@@ -244,7 +244,10 @@ def _convert(source_format, path, spm, model_dir, origin):
 def find_layout(directory):
     """(format, model path, SentencePiece model or None) of the model in a local `directory`
     or in its only folder: "albert_tf" (config.json + weights), "huggingface" (config.json +
-    model.safetensors) or "original" (albert_config.json + a TF1 checkpoint); None if none."""
+    model.safetensors), "keras_hub" (a keras-hub preset: config.json of a keras_hub class +
+    model.weights.h5) or "original" (albert_config.json + a TF1 checkpoint); None if none."""
+    from albert_tf.convert import keras_hub
+
     candidates = [directory]
     folders = [
         n
@@ -260,6 +263,8 @@ def find_layout(directory):
             return "albert_tf", folder, spm
         if "config.json" in present and hf.WEIGHTS_FILE in present:
             return "huggingface", folder, spm
+        if "model.weights.h5" in present and keras_hub.is_keras_hub_preset(folder):
+            return "keras_hub", folder, keras_hub.vocabulary_path(folder)
         if "config.json" in present and hf.PICKLE_FILE in present:
             return "pickle", folder, spm
         indexes = sorted(n for n in present if n.endswith(".index"))
@@ -291,9 +296,10 @@ def _fill_from_directory(staging, local, origin):
         shutil.copytree(path, target)
         return None
     _convert(kind, path, spm, target, origin)
-    return {"huggingface": "Hugging Face (config.json + model.safetensors)"}.get(
-        kind, "original TF1 checkpoint"
-    )
+    return {
+        "huggingface": "Hugging Face (config.json + model.safetensors)",
+        "keras_hub": "keras-hub preset (config.json + model.weights.h5)",
+    }.get(kind, "original TF1 checkpoint")
 
 
 # ----------------------------------------------------------------------------- hf://

@@ -118,8 +118,9 @@ def lowercase(codepoints):
     return codepoints.with_flat_values(tf.where(final, _FINAL_SIGMA, lowered))
 
 
-def normalize(texts, lower=True, tex_quotes=False):
-    """`preprocess_text(text, lower, tex_quotes)` on a tf.string tensor [B] (returns tf.string [B]).
+def normalize(texts, lower=True, tex_quotes=False, albert_rules=True):
+    """`preprocess_text(text, lower, tex_quotes, albert_rules)` on a tf.string tensor [B]
+    (returns tf.string [B]).
 
     >>> normalize(tf.constant(["  Le  ``Caf\u00e9''   CR\u00c8ME "])).numpy()[0].decode()
     "le ``cafe'' creme"
@@ -136,13 +137,20 @@ def normalize(texts, lower=True, tex_quotes=False):
         replacement_char=0xFFFD,
         replace_control_characters=False,
     )
-    space = unicode_tables.whitespace_class()
-    texts = tf.strings.regex_replace(texts, f"^{space}+|{space}+$", "")
-    texts = tf.strings.regex_replace(texts, f"{space}+", " ")
+    if albert_rules:
+        space = unicode_tables.whitespace_class()
+        texts = tf.strings.regex_replace(texts, f"^{space}+|{space}+$", "")
+        texts = tf.strings.regex_replace(texts, f"{space}+", " ")
     if tex_quotes:
         # One pass for both TeX quotes: the two replacements of preprocess_text cannot interact.
         texts = tf.strings.regex_replace(texts, "``|''", '"')
-    codepoints = _decompose(tf.strings.unicode_decode(texts, "UTF-8"))
+    if not albert_rules and not lower:
+        return texts
+    if not albert_rules:  # str.lower makes U+0130 two characters; NFKD does so otherwise
+        texts = tf.strings.regex_replace(texts, "\u0130", "i\u0307")
+    codepoints = tf.strings.unicode_decode(texts, "UTF-8")
+    if albert_rules:
+        codepoints = _decompose(codepoints)
     if lower:
         codepoints = lowercase(codepoints)
     return tf.strings.unicode_encode(codepoints, "UTF-8")

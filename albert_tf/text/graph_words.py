@@ -103,6 +103,7 @@ class WordTokenizer:
                 tokenizer.model_proto,
                 lower_case=tokenizer.lower_case,
                 tex_quotes=tokenizer.tex_quotes,
+                albert_rules=tokenizer.albert_rules,
             )
         elif isinstance(tokenizer, (str, bytes, bytearray, os.PathLike)):
             tokenizer = TextTokenizer(

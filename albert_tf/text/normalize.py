@@ -7,6 +7,8 @@ tests/text/test_text_parity.py.
 "le ``cafe'' creme"
 >>> preprocess_text("  Le  ``Café''   CRÈME ", tex_quotes=True)
 'le "cafe" creme'
+>>> preprocess_text("  Le  ``Café''   CRÈME ", lower=False, albert_rules=False)
+"  Le  ``Café''   CRÈME "
 """
 
 import unicodedata
@@ -30,7 +32,7 @@ def to_text(text):
     raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
 
 
-def preprocess_text(text, lower=True, tex_quotes=False):
+def preprocess_text(text, lower=True, tex_quotes=False, albert_rules=True):
     """ALBERT's `tokenization.preprocess_text`, in this order:
 
     1. collapse whitespace runs (anything `str.isspace`) to one space and strip the ends;
@@ -39,6 +41,10 @@ def preprocess_text(text, lower=True, tex_quotes=False):
     3. NFKD-normalize and drop every character with a non-zero canonical combining class
        (`unicodedata.combining`), which strips accents;
     4. lowercase with `str.lower` when `lower` is true.
+
+    With `albert_rules=False` steps 1 and 3 are skipped: the text reaches SentencePiece as given
+    (only `tex_quotes` and `lower` still apply when set), as keras-hub's `AlbertTokenizer`
+    feeds it (its presets record this, see `albert_tf.convert.keras_hub`).
 
     Step 2 is not in the original ALBERT's `preprocess_text`; it is the rule of Hugging Face's
     `AlbertTokenizer` (taken from XLNet's), so `tex_quotes=True` gives the text that tokenizer
@@ -49,14 +55,18 @@ def preprocess_text(text, lower=True, tex_quotes=False):
       lower: lowercase the result (the released English ALBERT models are uncased).
       tex_quotes: replace the TeX quotes as Hugging Face's `AlbertTokenizer` does (False: the
         original ALBERT, which keeps them).
+      albert_rules: collapse whitespace and strip accents (False: keras-hub's tokenizer, which
+        does neither).
 
     >>> preprocess_text("Ça\\tva ?", lower=False)
     'Ca va ?'
     """
-    text = " ".join(to_text(text).strip().split())
+    text = to_text(text)
+    if albert_rules:
+        text = " ".join(text.strip().split())
     if tex_quotes:
         text = text.replace("``", '"').replace("''", '"')
-    if not text.isascii():  # ASCII is NFKD-invariant and has no combining characters
+    if albert_rules and not text.isascii():  # ASCII is NFKD-invariant, without combining marks
         text = unicodedata.normalize("NFKD", text)
         text = "".join(c for c in text if not unicodedata.combining(c))
     if lower:

@@ -60,12 +60,16 @@ class TextTokenizer(_StringLayer):
     ALBERT's `preprocess_text` (whitespace collapse, optionally Hugging Face's TeX quotes, NFKD
     without combining marks, optional lowercase), SentencePiece (tensorflow-text, model bytes
     embedded), then the digit-comma rule. Invalid UTF-8 becomes U+FFFD, as in the Python path.
+    With `albert_rules=False` (keras-hub's tokenizer) there is no whitespace collapse, accent
+    stripping or digit-comma rule.
 
     Args:
       spm_model: `.model` path (local or gs://) or serialized model bytes.
       lower_case: lowercase during preprocessing.
       tex_quotes: replace the TeX quotes `` and '' with " as Hugging Face's `AlbertTokenizer`
         does (False: the original ALBERT, which keeps them).
+      albert_rules: ALBERT's whitespace collapse, accent stripping and digit-comma rule (False:
+        SentencePiece on the text as given, as keras-hub's `AlbertTokenizer`).
       model_proto_base64: the model as base64 text (what `get_config` stores), instead of the
         first argument.
 
@@ -84,6 +88,7 @@ class TextTokenizer(_StringLayer):
         lower_case=True,
         model_proto_base64=None,
         tex_quotes=False,
+        albert_rules=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -95,6 +100,7 @@ class TextTokenizer(_StringLayer):
         self.model_proto, _ = load_processor(spm_model)
         self.lower_case = bool(lower_case)
         self.tex_quotes = bool(tex_quotes)
+        self.albert_rules = bool(albert_rules)
         self.sentencepiece = tft.SentencepieceTokenizer(model=self.model_proto, out_type=tf.string)
 
     def call(self, texts):
@@ -113,8 +119,15 @@ class TextTokenizer(_StringLayer):
             raise ValueError(
                 f"TextTokenizer expects texts of shape [batch] or [batch, 1], got {texts.shape}"
             )
-        normalized = graph_ops.normalize(texts, lower=self.lower_case, tex_quotes=self.tex_quotes)
+        normalized = graph_ops.normalize(
+            texts,
+            lower=self.lower_case,
+            tex_quotes=self.tex_quotes,
+            albert_rules=self.albert_rules,
+        )
         pieces = self.sentencepiece.tokenize(normalized)
+        if not self.albert_rules:
+            return pieces
         return graph_ops.split_digit_comma(pieces, self.sentencepiece.tokenize)
 
     @property
@@ -129,6 +142,7 @@ class TextTokenizer(_StringLayer):
         config.update(
             lower_case=self.lower_case,
             tex_quotes=self.tex_quotes,
+            albert_rules=self.albert_rules,
             model_proto_base64=base64.b64encode(self.model_proto).decode("ascii"),
         )
         return config
@@ -153,9 +167,11 @@ class SegmentPacker(_StringLayer):
       bucket: with pad_to="longest", round the padded length up to a multiple of `bucket`
         (capped at `max_seq_length`), to bound the number of distinct shapes.
 
-    Call with a list of 1 or 2 int RaggedTensors [B, (n)]; returns a dict of int32 [B, L]:
+    Call with a list of 1 or 2 int RaggedTensors [B, (n)] (or [B, (words), (n)]: the ragged
+    dimensions after the batch are merged first); returns a dict of int32 [B, L]:
     `input_word_ids`, `input_mask` (1 for real ids), `input_type_ids` (0 for CLS, A and its SEP;
-    1 for B and its SEP).
+    1 for B and its SEP). `max_seq_length=` in the call (an int or a scalar int tensor, e.g. a
+    SavedModel argument) replaces the layer's for that call.
 
     Example:
     >>> packer = SegmentPacker(8, cls_id=2, sep_id=3, pad_id=0)
@@ -196,21 +212,33 @@ class SegmentPacker(_StringLayer):
         self.truncation, self.pad_to = truncation, pad_to
         self.bucket = None if bucket is None else int(bucket)
 
-    def call(self, segments):
+    def call(self, segments, max_seq_length=None):
         if isinstance(segments, (tf.Tensor, tf.RaggedTensor)):
             segments = [segments]
         segments = list(segments)
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"SegmentPacker packs 1 or 2 segments, got {len(segments)}")
-        budget = self.max_seq_length - 1 - len(segments)
-        if budget < 0:
-            raise ValueError(
-                f"max_seq_length={self.max_seq_length} leaves no room for {len(segments)} segments"
+        if max_seq_length is None:
+            max_seq_length = self.max_seq_length
+        if not isinstance(max_seq_length, int):
+            max_seq_length = tf.cast(max_seq_length, tf.int32)  # what the trimmers take
+            check = tf.debugging.assert_greater_equal(
+                max_seq_length,
+                1 + len(segments),
+                message=f"max_seq_length leaves no room for {len(segments)} segments",
             )
+            with tf.control_dependencies([check]):
+                max_seq_length = tf.identity(max_seq_length)
+        elif max_seq_length - 1 - len(segments) < 0:
+            raise ValueError(
+                f"max_seq_length={max_seq_length} leaves no room for {len(segments)} segments"
+            )
+        budget = max_seq_length - 1 - len(segments)
         segments = [
             s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s)
             for s in segments
         ]
+        segments = [s.merge_dims(1, -1) if s.ragged_rank > 1 else s for s in segments]
         segments = [tf.cast(s, tf.int64) for s in segments]
         trimmer_class = (
             tft.RoundRobinTrimmer if self.truncation == "round_robin" else tft.ShrinkLongestTrimmer
@@ -219,7 +247,7 @@ class SegmentPacker(_StringLayer):
         ids, type_ids = tft.combine_segments(
             trimmed, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
         )
-        shape = self._padded_shape(ids)
+        shape = self._padded_shape(ids, max_seq_length)
         word_ids = ids.to_tensor(default_value=self.pad_id, shape=shape)
         mask = tf.ones_like(ids).to_tensor(default_value=0, shape=shape)
         type_ids = type_ids.to_tensor(default_value=0, shape=shape)
@@ -229,14 +257,20 @@ class SegmentPacker(_StringLayer):
             "input_type_ids": tf.cast(type_ids, tf.int32),
         }
 
-    def _padded_shape(self, ids):
-        if self.pad_to == "fixed":
-            return [None, self.max_seq_length]  # static
+    def _padded_shape(self, ids, max_seq_length):
+        if isinstance(max_seq_length, int):
+            if self.pad_to == "fixed":
+                return [None, max_seq_length]  # static
+            shortest = min(2, max_seq_length)
+        else:
+            max_seq_length = tf.cast(max_seq_length, tf.int64)
+            if self.pad_to == "fixed":
+                return tf.stack([ids.nrows(), max_seq_length])
+            shortest = tf.minimum(tf.constant(2, tf.int64), max_seq_length)
         # At least [CLS] [SEP]: an empty request batch still gets a valid (0, 2+) shape.
-        shortest = min(2, self.max_seq_length)
         longest = tf.reduce_max(tf.concat([ids.row_lengths(), [shortest]], axis=0))
         if self.bucket:
-            longest = bucketed_length(longest, self.bucket, self.max_seq_length)
+            longest = bucketed_length(longest, self.bucket, max_seq_length)
         return tf.stack([ids.nrows(), longest])
 
     def get_config(self):

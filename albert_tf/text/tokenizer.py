@@ -120,11 +120,17 @@ def split_digit_comma(pieces, encode_as_pieces):
 class SentencePieceTokenizer:
     """ALBERT's SentencePiece tokenizer: `preprocess_text`, SentencePiece, the digit-comma rule.
 
+    With `albert_rules=False` it is keras-hub's `AlbertTokenizer`: SentencePiece on the text as
+    given (no whitespace collapse, accent stripping or digit-comma rule; `lower_case` and
+    `tex_quotes` still apply when set).
+
     Args:
       spm_model: path (local or gs://) of a `.model` file, or its serialized bytes.
       lower_case: lowercase during preprocessing (True for the released uncased English models).
       tex_quotes: replace the TeX quotes `` and '' with " during preprocessing, as Hugging Face's
         `AlbertTokenizer` does (False: the original ALBERT's `preprocess_text`).
+      albert_rules: ALBERT's whitespace collapse, accent stripping and digit-comma rule (False:
+        keras-hub's tokenizer, recorded by models converted from a keras-hub preset).
 
     Example:
     >>> tok = SentencePieceTokenizer("30k-clean.model")
@@ -135,10 +141,11 @@ class SentencePieceTokenizer:
     (0, 1, 2, 3, 4)
     """
 
-    def __init__(self, spm_model, lower_case=True, tex_quotes=False):
+    def __init__(self, spm_model, lower_case=True, tex_quotes=False, albert_rules=True):
         self.model_proto, self._sp = load_processor(spm_model)
         self.lower_case = bool(lower_case)
         self.tex_quotes = bool(tex_quotes)
+        self.albert_rules = bool(albert_rules)
         # The file it was read from (None for bytes): what vocabulary errors name.
         self.source = None if isinstance(spm_model, (bytes, bytearray)) else str(spm_model)
         ids = {}
@@ -159,12 +166,17 @@ class SentencePieceTokenizer:
         return self._sp.GetPieceSize()
 
     def preprocess(self, text):
-        """`preprocess_text(text, lower=self.lower_case, tex_quotes=self.tex_quotes)`."""
-        return preprocess_text(text, lower=self.lower_case, tex_quotes=self.tex_quotes)
+        """`preprocess_text` of `text` with the tokenizer's lower_case, tex_quotes and
+        albert_rules."""
+        return preprocess_text(
+            text, lower=self.lower_case, tex_quotes=self.tex_quotes, albert_rules=self.albert_rules
+        )
 
     def encode_pieces(self, text):
         """Raw text -> list of pieces (preprocessing, SentencePiece, digit-comma rule)."""
         pieces = self._sp.EncodeAsPieces(self.preprocess(text))
+        if not self.albert_rules:
+            return pieces
         return split_digit_comma(pieces, self._sp.EncodeAsPieces)
 
     def encode_ids(self, text):

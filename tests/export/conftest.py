@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "finetune"))
+for _folder in ("finetune", "scripts"):  # finetune_support, script_support
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), _folder))
 
 SEQ_LENGTH = 16
 SPREAD_TEXTS = [

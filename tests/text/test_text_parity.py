@@ -14,11 +14,21 @@ def as_bytes(text):
     return text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
 
 
-@pytest.mark.parametrize("tex_quotes", [False, True])
-@pytest.mark.parametrize("lower_case", [True, False])
-def test_torture_set_same_ids(spm_model_file, torture_texts, lower_case, tex_quotes):
-    py = SentencePieceTokenizer(spm_model_file, lower_case=lower_case, tex_quotes=tex_quotes)
-    graph = TextTokenizer(spm_model_file, lower_case=lower_case, tex_quotes=tex_quotes)
+@pytest.mark.parametrize(
+    "lower_case, tex_quotes, albert_rules",
+    [
+        (True, False, True),
+        (True, True, True),
+        (False, False, True),
+        (False, True, True),
+        (False, False, False),  # keras-hub's tokenizer: SentencePiece on the text as given
+        (True, True, False),
+    ],
+)
+def test_torture_set_same_ids(spm_model_file, torture_texts, lower_case, tex_quotes, albert_rules):
+    settings = dict(lower_case=lower_case, tex_quotes=tex_quotes, albert_rules=albert_rules)
+    py = SentencePieceTokenizer(spm_model_file, **settings)
+    graph = TextTokenizer(spm_model_file, **settings)
     got = graph(tf.constant([as_bytes(t) for t in torture_texts]))
     assert got.dtype == tf.int32
     for text, ids in zip(torture_texts, got.to_list()):

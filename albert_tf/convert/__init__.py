@@ -44,6 +44,7 @@ _EXPORTS = {
     "head_model_to_huggingface": "albert_tf.convert.huggingface",
     "from_keras_hub": "albert_tf.convert.keras_hub",
     "to_keras_hub": "albert_tf.convert.keras_hub",
+    "from_tfhub": "albert_tf.convert.tfhub",
     "ConversionError": "albert_tf.convert.weights",
 }
 __all__ = sorted(_EXPORTS)

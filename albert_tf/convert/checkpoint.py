@@ -32,10 +32,10 @@ import tempfile
 
 from absl import logging
 
-SOURCE_FORMATS = ("original", "huggingface", "albert_tf", "keras_hub")
+SOURCE_FORMATS = ("original", "huggingface", "albert_tf", "keras_hub", "tfhub")
 TARGET_FORMATS = ("albert_tf", "huggingface", "original", "keras_hub")
 # Formats that carry the SentencePiece model (spm_model), and so the model's text settings.
-VOCABULARY_FORMATS = ("albert_tf", "keras_hub")
+VOCABULARY_FORMATS = ("albert_tf", "keras_hub", "tfhub")
 HEAD_MODEL_FILE = "model.keras"  # = albert_tf.models.model_dir.HEAD_MODEL_FILE, the name the
 # fine-tuning runner saves too (kept here: this module imports without TensorFlow)
 
@@ -142,6 +142,10 @@ def source_text_settings(source_format, path=None):
         from albert_tf.convert.keras_hub import TEXT_SETTINGS
 
         return dict(TEXT_SETTINGS)
+    if source_format == "tfhub":
+        from albert_tf.convert.tfhub import TEXT_SETTINGS
+
+        return dict(TEXT_SETTINGS)
     if source_format == "albert_tf" and path is not None:
         from albert_tf.models import model_dir
 
@@ -179,10 +183,15 @@ def read_model(source_format, path, config_file=None, ignore_variables=()):
         from albert_tf.convert.keras_hub import from_keras_hub
 
         return from_keras_hub(path, ignore_variables=ignore_variables)
+    if source_format == "tfhub":
+        from albert_tf.convert.tfhub import from_tfhub
+
+        return from_tfhub(path, ignore_variables=ignore_variables)
     if source_format == "albert_tf":
         if ignore_variables:
             raise ValueError(
-                "ignore_variables applies to original, huggingface and keras_hub sources only"
+                "ignore_variables applies to original, huggingface, keras_hub and tfhub sources "
+                "only"
             )
         if head_model_file(path) is not None:
             return load_head_model(path)
@@ -292,6 +301,10 @@ def _own_vocabulary(source_format, path):
         from albert_tf.convert.keras_hub import vocabulary_path
 
         return vocabulary_path(path)
+    if source_format == "tfhub":
+        from albert_tf.convert.tfhub import spm_model_path
+
+        return spm_model_path(path)
     if source_format == "albert_tf":
         from albert_tf.models import model_dir
 

@@ -128,13 +128,17 @@ MAY_DIFFER = (
 # ----------------------------------------------------------------------------- set-up checks
 def resolve_init_checkpoint(params):
     """(params, source): a named --init_checkpoint (a released model, hf://, an address or a TF
-    Hub handle) fetched, converted and cached (`albert_tf.sources`), `params` then naming its
-    cached directory, and the `ResolvedModel` (None for a local directory, used in place)."""
+    Hub handle) or a local directory in another format (Hugging Face, keras-hub preset, TF Hub
+    SavedModel) fetched, converted and cached (`albert_tf.sources`), `params` then naming its
+    cached directory, and the `ResolvedModel` (None for an albert_tf directory, used in
+    place)."""
     from albert_tf import sources
 
-    if not params.init_checkpoint or not sources.is_named(params.init_checkpoint):
+    if not params.init_checkpoint:
         return params, None
-    resolved = sources.resolve(params.init_checkpoint)
+    resolved = sources.resolve(params.init_checkpoint)  # a local directory: used in place
+    if resolved.cache is None:
+        return params, None
     return dataclasses.replace(params, init_checkpoint=resolved.directory), resolved
 
 

@@ -26,6 +26,9 @@ rates or small batches (google-research/albert #197, #207; keras-hub #831): keep
 import dataclasses
 import math
 import numbers
+import os
+import shutil
+import tempfile
 
 import keras
 import numpy as np
@@ -311,14 +314,32 @@ class AlbertHeadModel(keras.Model):
         dropout (the paper's "ALBERT DR" column of Table 14).
 
         `directory` may also name a released model (`albert_base_v2`), `hf://<repo_id>`, an
-        https:// or gs:// address or a TF Hub handle: fetched once and cached
-        (`albert_tf.sources`).
+        https:// or gs:// address, a TF Hub handle, a Hugging Face directory, a keras-hub preset
+        or a TF Hub SavedModel: fetched or converted once and cached (`albert_tf.sources`).
+
+        A directory holding a fine-tuned model of this class (its `model.keras`: a run's
+        output, a converted Hugging Face `AlbertFor*` head, a keras-hub `AlbertTextClassifier`
+        preset) gives that model, head included, when no argument asks for another head
+        (`num_classes`, `labels`) or backbone (dropout, `dtype`).
 
         >>> from albert_tf.models.classifier import AlbertClassifier
         >>> model = AlbertClassifier.from_pretrained(
         ...     "albert_base_v2", num_classes=2)  # doctest: +SKIP
         """
         directory = model_dir.local_directory(directory)  # a name: fetched and cached
+        asks_other = (num_classes, labels, hidden_dropout_prob, attention_probs_dropout_prob)
+        fine_tuned = None
+        if all(value is None for value in (*asks_other, dtype)):
+            fine_tuned = cls._fine_tuned(directory)
+        if fine_tuned is not None:
+            if preprocessor is None or preprocessor is False:
+                fine_tuned.preprocessor = None
+            elif isinstance(preprocessor, AlbertPreprocessor) or fine_tuned.preprocessor is None:
+                fine_tuned.preprocessor = cls.pretrained_preprocessor(
+                    directory, preprocessor, max_seq_length, fine_tuned.backbone.config
+                )
+            logging.info("%s with its fine-tuned head from %s", cls.__name__, directory)
+            return fine_tuned
         backbone = load_backbone(
             directory, hidden_dropout_prob, attention_probs_dropout_prob, dtype
         )
@@ -332,6 +353,30 @@ class AlbertHeadModel(keras.Model):
             directory, preprocessor, max_seq_length, backbone.config
         )
         return cls(backbone, num_classes=num_classes, dropout=dropout, labels=labels, **kwargs)
+
+    @classmethod
+    def _fine_tuned(cls, directory):
+        """The fine-tuned model of this class saved as `directory`/model.keras, or None."""
+        path = f"{directory.rstrip('/')}/{model_dir.HEAD_MODEL_FILE}"
+        if not tf.io.gfile.exists(path):
+            return None
+        local = tempfile.mkdtemp(prefix="albert_tf_head_")
+        try:
+            if not os.path.exists(path):  # Keras reads local files: copy gs:// ones first
+                tf.io.gfile.copy(path, os.path.join(local, model_dir.HEAD_MODEL_FILE))
+                path = os.path.join(local, model_dir.HEAD_MODEL_FILE)
+            model = keras.saving.load_model(path, compile=False)
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
+        if type(model) is not cls:
+            logging.info(
+                "%s holds a fine-tuned %s: a new %s head goes on its backbone",
+                directory,
+                type(model).__name__,
+                cls.__name__,
+            )
+            return None
+        return model
 
     # ------------------------------------------------------------------ training defaults
     def default_loss(self):

@@ -5,8 +5,9 @@ Files are downloaded by `huggingface_hub.hf_hub_download` into the cache transfo
 (`HF_HUB_CACHE`, else `HF_HOME/hub`, else huggingface_hub's default), so a model transformers
 already downloaded is not downloaded again; `HF_ENDPOINT` (a mirror) and `HF_TOKEN` work as
 there, read when a model is fetched. `HF_HUB_OFFLINE=1` or `ALBERT_TF_OFFLINE=1` open no
-connection. Read: `config.json`, `model.safetensors`, `spiece.model` (optional). A repository
-with only a pickled `pytorch_model.bin` is refused: albert_tf never unpickles.
+connection. Read: `config.json`, `model.safetensors`, `spiece.model` (optional), or a
+keras-hub preset's files (`hf://keras/albert_base_en_uncased`). A repository with only a
+pickled `pytorch_model.bin` is refused: albert_tf never unpickles.
 
 >>> revision_commit("/root/.cache/huggingface/hub/models--albert--albert-base-v2/snapshots/"
 ...                 "0123456789abcdef0123456789abcdef01234567/config.json")
@@ -24,6 +25,9 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 SPM_FILE = "spiece.model"
 PICKLE_FILE = "pytorch_model.bin"
+# A keras-hub preset's files (the Hub's keras/ organisation publishes its presets so).
+KERAS_HUB_FILES = ("model.weights.h5", "assets/tokenizer/vocabulary.spm")
+KERAS_HUB_OPTIONAL = ("metadata.json", "tokenizer.json", "task.json", "task.weights.h5")
 _INSTALL = "pip install huggingface_hub"
 
 
@@ -144,24 +148,46 @@ def resolve_commit(source):
     return revision_commit(config), config
 
 
-def check_albert(source, config_path):
-    """Refuses a repository whose config.json is not an ALBERT one, naming what it is."""
+def repository_kind(source, config_path):
+    """ "transformers" or "keras_hub" (a keras-hub preset, e.g. hf://keras/albert_base_en_uncased)
+    for an ALBERT repository; refuses another model, naming what its config.json says."""
     try:
         with open(config_path, encoding="utf-8") as f:
             values = json.load(f)
     except ValueError as e:
         raise SourceError(f"{_name(source)}: {CONFIG_FILE} is not valid JSON ({e})") from None
+    if str(values.get("module", "")).startswith("keras_hub"):
+        if values.get("class_name") != "AlbertBackbone":
+            raise SourceError(
+                f"{_name(source)} is a keras-hub {values.get('class_name')} preset, not ALBERT"
+            )
+        return "keras_hub"
     model_type = values.get("model_type")
     if model_type != "albert":
         found = model_type or ", ".join(values.get("architectures", [])) or "no model_type"
         raise SourceError(f"{_name(source)} is not an ALBERT model ({CONFIG_FILE}: {found})")
+    return "transformers"
+
+
+def _optional(source, filename, commit):
+    try:
+        return _download(source, filename, commit)
+    except SourceError as e:
+        if "has no" not in str(e):
+            raise
+        return None
 
 
 def fetch(source, commit):
     """Downloads (or finds cached) the model files of `source` at `commit`; returns the local
-    snapshot directory and the SentencePiece model path (None if the repository has none)."""
+    snapshot directory (transformers' files, or a keras-hub preset's)."""
     config = _download(source, CONFIG_FILE, commit)
-    check_albert(source, config)
+    if repository_kind(source, config) == "keras_hub":
+        for name in KERAS_HUB_FILES:
+            _download(source, name, commit)
+        for name in KERAS_HUB_OPTIONAL:
+            _optional(source, name, commit)
+        return os.path.dirname(config)
     try:
         weights = _download(source, WEIGHTS_FILE, commit)
     except SourceError:
@@ -172,10 +198,5 @@ def fetch(source, commit):
                 "transformers (model.save_pretrained(dir)) and pass that directory"
             ) from None
         raise
-    try:
-        spm = _download(source, SPM_FILE, commit)
-    except SourceError as e:
-        if "has no" not in str(e):
-            raise
-        spm = None
-    return os.path.dirname(weights), spm
+    _optional(source, SPM_FILE, commit)
+    return os.path.dirname(weights)

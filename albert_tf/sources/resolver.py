@@ -55,6 +55,16 @@ SHAPE_FIELDS = (
     "type_vocab_size",
 )
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+# How each format found in a directory becomes an albert_tf directory (for the log and record).
+CONVERSIONS = {
+    "huggingface": "Hugging Face (config.json + model.safetensors)",
+    "keras_hub": "keras-hub preset (config.json + model.weights.h5)",
+    "tfhub": "TF Hub SavedModel (TF Model Garden export_tfhub)",
+    "original": "original TF1 checkpoint",
+}
+# Formats of a local directory that are converted into the cache when named (an original TF1
+# checkpoint is converted by the scripts themselves: albert_tf.finetune.original_flags).
+LOCAL_CONVERSIONS = ("huggingface", "keras_hub", "tfhub")
 SPM_NAMES = ("spm.model", "spiece.model", "30k-clean.model")
 ALBERT_TF_WEIGHTS = ("pretrainer.weights.h5", "backbone.weights.h5", "model.keras")
 MAX_DOWNLOAD_ENV = "ALBERT_TF_MAX_DOWNLOAD_BYTES"
@@ -101,6 +111,8 @@ def resolve(spec, quiet=False):
     if isinstance(source, LocalPath):
         if _is_archive_name(source.path) and os.path.isfile(source.path):
             resolved = _resolve_address(spec, os.path.abspath(source.path), quiet)
+        elif _foreign_directory(source.path):
+            resolved = _resolve_local(spec, source.path)
         else:
             return ResolvedModel(spec, source.path, source.path)
     elif isinstance(source, Release):
@@ -245,8 +257,9 @@ def find_layout(directory):
     """(format, model path, SentencePiece model or None) of the model in a local `directory`
     or in its only folder: "albert_tf" (config.json + weights), "huggingface" (config.json +
     model.safetensors), "keras_hub" (a keras-hub preset: config.json of a keras_hub class +
-    model.weights.h5) or "original" (albert_config.json + a TF1 checkpoint); None if none."""
-    from albert_tf.convert import keras_hub
+    model.weights.h5), "tfhub" (a TF2 Hub ALBERT encoder SavedModel, as TF Model Garden exports
+    it) or "original" (albert_config.json + a TF1 checkpoint); None if none."""
+    from albert_tf.convert import keras_hub, tfhub
 
     candidates = [directory]
     folders = [
@@ -267,6 +280,8 @@ def find_layout(directory):
             return "keras_hub", folder, keras_hub.vocabulary_path(folder)
         if "config.json" in present and hf.PICKLE_FILE in present:
             return "pickle", folder, spm
+        if tfhub.SAVED_MODEL_FILE in present and tfhub.is_tfhub_saved_model(folder):
+            return "tfhub", folder, tfhub.spm_model_path(folder, required=False)
         indexes = sorted(n for n in present if n.endswith(".index"))
         if "albert_config.json" in present and indexes:
             if len(indexes) > 1:
@@ -283,7 +298,8 @@ def _fill_from_directory(staging, local, origin):
         raise SourceError(
             f"{origin} holds no ALBERT model (found {found}); expected an original TF1 "
             "checkpoint with albert_config.json, a Hugging Face directory (config.json + "
-            "model.safetensors) or an albert_tf directory"
+            "model.safetensors), a keras-hub preset, a TF Hub SavedModel or an albert_tf "
+            "directory"
         )
     kind, path, spm = layout
     if kind == "pickle":
@@ -296,10 +312,7 @@ def _fill_from_directory(staging, local, origin):
         shutil.copytree(path, target)
         return None
     _convert(kind, path, spm, target, origin)
-    return {
-        "huggingface": "Hugging Face (config.json + model.safetensors)",
-        "keras_hub": "keras-hub preset (config.json + model.weights.h5)",
-    }.get(kind, "original TF1 checkpoint")
+    return CONVERSIONS[kind]
 
 
 # ----------------------------------------------------------------------------- hf://
@@ -323,14 +336,9 @@ def _resolve_huggingface(spec, source, quiet):
 
 
 def _fill_huggingface(staging, source, commit):
-    snapshot, spm = hf.fetch(source, commit)
-    origin = f"hf://{source.repo_id}@{commit}"
-    _convert("huggingface", snapshot, spm, os.path.join(staging, cache.MODEL_DIR), origin)
-    return {
-        "conversion": "Hugging Face (config.json + model.safetensors)",
-        "huggingface_cache": snapshot,
-        "endpoint": hf.endpoint(),
-    }
+    snapshot = hf.fetch(source, commit)
+    conversion = _fill_from_directory(staging, snapshot, f"hf://{source.repo_id}@{commit}")
+    return {"conversion": conversion, "huggingface_cache": snapshot, "endpoint": hf.endpoint()}
 
 
 def _hf_result(spec, source, commit, entry):
@@ -343,6 +351,48 @@ def _hf_result(spec, source, commit, entry):
         entry.path,
         record.get("conversion"),
         note,
+    )
+
+
+# ----------------------------------------------------------------------------- local
+def _foreign_directory(path):
+    """Whether the local `path` is a directory holding a model in a format of
+    `LOCAL_CONVERSIONS` (not an albert_tf directory, which is used in place)."""
+    if not os.path.isdir(path):
+        return False
+    layout = find_layout(path)
+    return layout is not None and layout[0] in LOCAL_CONVERSIONS
+
+
+def _local_key(path):
+    """An entry key for a local directory: its name and a hash of its absolute path and of
+    each file's path, size and modification time (another content gets another entry)."""
+    path = os.path.abspath(path)
+    digest = hashlib.sha256(path.encode())
+    for root, _, names in sorted(os.walk(path)):
+        for name in sorted(names):
+            stat = os.stat(os.path.join(root, name))
+            digest.update(
+                f"{os.path.relpath(root, path)}/{name}:{stat.st_size}:{stat.st_mtime_ns}".encode()
+            )
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(path.rstrip("/")))[:60]
+    return f"{name}-{digest.hexdigest()[:16]}"
+
+
+def _resolve_local(spec, path):
+    """A local Hugging Face directory, keras-hub preset or TF Hub SavedModel, converted once
+    into the cache (`local/`); used from there while its files stay the same."""
+    entry = cache.Entry("local", _local_key(path))
+    if entry.problem() is not None:
+        with entry.lock(spec):
+            if entry.problem() is not None:
+                entry.build(
+                    lambda staging: {"conversion": _fill_from_directory(staging, path, spec)},
+                    {"spec": spec, "source": os.path.abspath(path)},
+                )
+    record = entry.record()
+    return ResolvedModel(
+        spec, entry.model_dir, record["source"], entry.path, record.get("conversion")
     )
 
 
@@ -404,17 +454,22 @@ def _copy_gfile_directory(url, local, quiet):
     """Copies the files of a gs:// directory (not its subdirectories) to `local`."""
     import tensorflow as tf
 
+    base = url.rstrip("/")
     try:
-        names = [n for n in tf.io.gfile.listdir(url) if not n.endswith("/")]
+        names = [
+            f"{root[len(base) :].strip('/')}/{name}".lstrip("/")
+            for root, _, files in tf.io.gfile.walk(base)
+            for name in files
+        ]
     except tf.errors.OpError as e:
         raise SourceError(f"cannot list {url}: {e.message}") from None
     if not names:
         raise SourceError(f"{url}: no such directory, or an empty one")
     fetched = []
-    for name in names:
-        fetched.append(
-            download.download(f"{url.rstrip('/')}/{name}", os.path.join(local, name), quiet)
-        )
+    for name in names:  # keras-hub presets keep their vocabulary in assets/tokenizer/
+        target = os.path.join(local, *name.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        fetched.append(download.download(f"{base}/{name}", target, quiet))
     return {"url": url, "files": fetched}
 
 
@@ -426,6 +481,16 @@ _HTTP_LAYOUTS = (
         ("pretrainer.weights.h5", True),
         ("spm.model", False),
         ("text.json", False),
+    ),
+    (
+        ("config.json", True),
+        ("model.weights.h5", True),
+        ("assets/tokenizer/vocabulary.spm", True),
+        ("metadata.json", False),
+        ("tokenizer.json", False),
+        ("task.json", False),
+        ("task.weights.h5", False),
+        ("preprocessor.json", False),
     ),
     (
         ("albert_config.json", True),
@@ -444,10 +509,10 @@ def _download_http_directory(url, local, quiet):
     for layout in _HTTP_LAYOUTS:
         fetched = []
         for name, required in layout:
+            target = os.path.join(local, *name.split("/"))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
             try:
-                fetched.append(
-                    download.download(f"{base}/{name}", os.path.join(local, name), quiet)
-                )
+                fetched.append(download.download(f"{base}/{name}", target, quiet))
             except SourceError as e:
                 if "HTTP 404" not in str(e):
                     raise
@@ -456,11 +521,11 @@ def _download_http_directory(url, local, quiet):
                     break
         else:
             return {"url": url, "files": fetched}
-        for name in os.listdir(local):
-            os.remove(os.path.join(local, name))
+        shutil.rmtree(local)
+        os.makedirs(local)
     raise SourceError(
         f"{url}: no ALBERT model at this address (HTTP 404 for {', '.join(sorted(set(tried)))}); "
         "give an archive (.tar.gz, .zip) or a directory holding config.json + "
-        "model.safetensors, config.json + pretrainer.weights.h5, or albert_config.json + "
-        "model.ckpt-best"
+        "model.safetensors, config.json + pretrainer.weights.h5, a keras-hub preset, or "
+        "albert_config.json + model.ckpt-best"
     )

@@ -148,13 +148,16 @@ def resolve_init_checkpoint(params):
     from albert_tf import sources
 
     init = params.init_checkpoint
-    if not init or not sources.is_named(init):
+    if not init:
         return params, None
     from albert_tf.train.warm_start import checkpoint_prefix
 
-    if init.startswith("gs://") and checkpoint_prefix(init) is not None:
-        return params, None  # a training checkpoint on gs://, read in place
-    resolved = sources.resolve(init)
+    in_place = not sources.is_named(init) or init.startswith("gs://")
+    if in_place and checkpoint_prefix(init) is not None:
+        return params, None  # a training checkpoint (local or gs://), read in place
+    resolved = sources.resolve(init)  # a local albert_tf directory: used in place
+    if resolved.cache is None:
+        return params, None
     return dataclasses.replace(params, init_checkpoint=resolved.directory), init
 
 

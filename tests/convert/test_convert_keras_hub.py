@@ -236,3 +236,20 @@ def test_a_vocabulary_of_another_size_is_refused_naming_the_file(tmp_path, spm_m
     directory = edited_copy(tmp_path, BACKBONE, vocabulary=spm_model_file)
     with pytest.raises(VocabularyError, match=r"vocabulary\.spm has 1000 pieces but .*300"):
         from_keras_hub(directory)
+
+
+def test_classifier_from_pretrained_on_the_task_preset_directory(
+    classifier_preset, tmp_path, monkeypatch
+):
+    """`AlbertClassifier.from_pretrained(task_preset_dir)`: the preset's head and class count,
+    keras-hub's probabilities from `predict` on text; `num_classes` asks for a new head."""
+    monkeypatch.setenv("ALBERT_TF_HOME", str(tmp_path / "home"))
+    values = expected(CLASSIFIER)
+    texts = [str(t) for t in values["texts"]]
+    model = AlbertClassifier.from_pretrained(str(classifier_preset))
+    assert model.num_classes == 3
+    probabilities = model.predict(texts, verbose=0)["probabilities"]
+    np.testing.assert_allclose(probabilities, values["text_probabilities"], rtol=0, atol=TOLERANCE)
+    again = AlbertClassifier.from_pretrained(str(classifier_preset), num_classes=5)
+    assert again.num_classes == 5  # a new head on the preset's backbone
+    assert_backbone_parity(again.backbone, values)

@@ -180,3 +180,30 @@ def test_saved_model_without_keras_metadata_is_refused(tmp_path):
 def test_ignored_variables_keep_their_fresh_initialisation():
     pretrainer = tfhub.from_tfhub(ALBERT, ignore_variables=[r"^bert/cls/predictions/"])
     assert not np.any(pretrainer.masked_lm.output_bias.numpy())  # zeros: not the stored bias
+
+
+def test_load_by_path_converts_once_into_the_cache(tmp_path, monkeypatch):
+    """`albert_tf.load(hub_saved_model_dir)`: converted into the cache (`local/`), outputs equal
+    Model Garden's, the SentencePiece asset kept as spm.model; the second load converts
+    nothing."""
+    import albert_tf
+    from albert_tf import sources
+
+    monkeypatch.setenv("ALBERT_TF_HOME", str(tmp_path / "home"))
+    resolved = sources.resolve(ALBERT)
+    assert resolved.conversion.startswith("TF Hub SavedModel")
+    assert sorted(os.listdir(resolved.directory)) == [
+        "config.json",
+        "pretrainer.weights.h5",
+        "spm.model",
+        "text.json",
+    ]
+    assert sources.resolve(ALBERT).directory == resolved.directory
+    pretrainer = albert_tf.load(ALBERT)
+    values = np.load(os.path.join(ALBERT, "expected.npz"))
+    outputs = pretrainer.backbone(
+        {k: values[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    )
+    np.testing.assert_allclose(
+        outputs["pooled_output"].numpy(), values["pooled_output"], rtol=0, atol=1e-5
+    )

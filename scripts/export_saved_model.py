@@ -71,7 +71,11 @@ flags.DEFINE_string(
     None,
     "SentencePiece model (backbone export; default: the pretrained dir's spm.model).",
 )
-flags.DEFINE_bool("do_lower_case", True, "Lowercase (backbone export).")
+flags.DEFINE_bool(
+    "do_lower_case",
+    None,
+    "Lowercase (backbone export; default: what the model records in text.json, else true).",
+)
 flags.DEFINE_integer(
     "max_seq_length",
     None,
@@ -173,11 +177,12 @@ def _export_backbone(write_warmup):
     directory = sources.model_directory(FLAGS.pretrained_dir)  # a name: fetched and cached
     if not (FLAGS.spm_model_file or model_dir.spm_model_path(directory)):
         cli.fail("--spm_model_file is required: the pretrained dir has no spm.model")
+    lower_case = {} if FLAGS.do_lower_case is None else {"lower_case": FLAGS.do_lower_case}
     preprocessor = AlbertPreprocessor.from_pretrained(  # with the dir's text settings
         directory,
         FLAGS.spm_model_file,
-        lower_case=FLAGS.do_lower_case,
         max_seq_length=FLAGS.max_seq_length or 128,
+        **lower_case,
     )
     return export_backbone(
         model_dir.load_backbone(directory),

@@ -62,6 +62,7 @@ import tensorflow as tf
 import tensorflow_text as tft
 
 from albert_tf.convert.weights import ConversionError
+from albert_tf.errors import UserError
 from albert_tf.export import dense, litert_quiet, litert_text
 from albert_tf.export.saved_model import float32_copy
 from albert_tf.text.tokenizer import SentencePieceTokenizer
@@ -98,6 +99,12 @@ class LiteTextInputs:
         self.max_seq_length = int(max_seq_length or preprocessor.max_seq_length)
         if self.max_seq_length < 3:
             raise ValueError(f"max_seq_length must be >= 3, got {self.max_seq_length}")
+        if not preprocessor.albert_rules:
+            raise UserError(
+                "LiteRT files tokenize with ALBERT's text rules (accent stripping, the "
+                "digit-comma rule): this model's text.json says albert_rules=false (a keras-hub "
+                "preset's): not supported in a LiteRT file; export a SavedModel instead"
+            )
         self.lower_case = preprocessor.lower_case
         self.tex_quotes = preprocessor.tex_quotes
         self.truncation = preprocessor.truncation

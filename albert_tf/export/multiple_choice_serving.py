@@ -123,7 +123,9 @@ def pack_choices(
     # One normalization and one tokenizer call each (their graphs are large): [questions;
     # options] are normalized before the "_" rule, as the original; [articles; qas] tokenized.
     normalized = graph_ops.normalize(
-        tf.concat([question, tf.reshape(options, [-1])], 0), lower=lower_case
+        tf.concat([question, tf.reshape(options, [-1])], 0),
+        lower=lower_case,
+        albert_rules=tokenizer.albert_rules,
     )
     qa = tf.reshape(
         qa_texts(normalized[:batch], tf.reshape(normalized[batch:], [-1, NUM_CHOICES])), [-1]
@@ -239,6 +241,7 @@ def multiple_choice_spec(model, preprocessor, max_qa_length=128, max_seq_length=
         preprocessor.model_proto,
         lower_case=preprocessor.lower_case,
         tex_quotes=preprocessor.tex_quotes,
+        albert_rules=preprocessor.albert_rules,
         name="race_tokenizer",
     )
     head = choice_head(model)
@@ -271,6 +274,7 @@ def multiple_choice_spec(model, preprocessor, max_qa_length=128, max_seq_length=
         "seq_length": max_seq_length,
         "max_qa_length": max_qa_length,
         "lower_case": preprocessor.lower_case,
+        "albert_rules": preprocessor.albert_rules,
         "bucket": BUCKET,
     }
     return SavedModelSpec((model, tokenizer), endpoints, description, WARMUP_BATCHES)

@@ -371,6 +371,7 @@ def _description(kind, preprocessor, pair, signatures, **extra):
         "seq_length": preprocessor.max_seq_length,
         "lower_case": preprocessor.lower_case,
         "tex_quotes": preprocessor.tex_quotes,
+        "albert_rules": preprocessor.albert_rules,
         "truncation": preprocessor.truncation,
         "dynamic_padding": preprocessor.dynamic_padding,
         **extra,

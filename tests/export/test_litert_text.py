@@ -143,3 +143,15 @@ def test_token_agreement_on_the_stress_texts(stress_model, lower, tex_quotes):
     assert litert.token_agreement(pre, STRESS) == 1.0
     # The documented difference shows in the ids too (this vocabulary has both sigmas).
     assert litert.token_agreement(pre, [FINAL_SIGMA]) == (0.0 if lower else 1.0)
+
+
+def test_a_model_without_alberts_text_rules_is_refused(stress_model):
+    """A keras-hub preset's text settings (albert_rules=false) have no LiteRT tokenizer here:
+    one line saying so, before anything is built."""
+    from albert_tf.errors import UserError
+    from albert_tf.export.litert import LiteTextInputs
+    from albert_tf.models.preprocessor import AlbertPreprocessor
+
+    preprocessor = AlbertPreprocessor(stress_model, lower_case=False, albert_rules=False)
+    with pytest.raises(UserError, match="albert_rules=false .* export a SavedModel instead"):
+        LiteTextInputs(preprocessor)

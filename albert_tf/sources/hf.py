@@ -73,13 +73,25 @@ def revision_commit(path):
     return commit
 
 
+# huggingface_hub's errors by class name, the most specific first (LocalEntryNotFoundError is
+# an EntryNotFoundError; 2.x raises subclasses such as RemoteEntryNotFoundError).
+_KNOWN_ERRORS = (
+    "LocalEntryNotFoundError",
+    "OfflineModeIsEnabled",
+    "RepositoryNotFoundError",
+    "RevisionNotFoundError",
+    "EntryNotFoundError",
+)
+
+
 def _name(source):
     return f"hf://{source.repo_id}@{source.revision}"
 
 
 def _error(source, filename, error):
     """A SourceError for huggingface_hub's `error` fetching `filename` of `source`."""
-    kind = type(error).__name__
+    kinds = {cls.__name__ for cls in type(error).__mro__}
+    kind = next((k for k in _KNOWN_ERRORS if k in kinds), type(error).__name__)
     where = f"{_name(source)} ({endpoint()}/{source.repo_id})"
     if kind == "RepositoryNotFoundError":
         return SourceError(

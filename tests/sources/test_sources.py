@@ -371,3 +371,25 @@ def test_an_existing_directory_named_like_a_release_is_that_directory(tmp_path, 
     (tmp_path / "albert_base_v2").mkdir()
     resolved = sources.resolve("albert_base_v2")
     assert (resolved.directory, resolved.cache) == ("albert_base_v2", None)
+
+
+def test_a_keras_hub_preset_by_hf_name(hub_server, hub_env):
+    """hf://keras/<preset> (keras-hub publishes its presets on the Hub so): the preset's files,
+    its vocabulary in assets/tokenizer/ included, converted with keras-hub's text settings."""
+    import albert_tf
+    from albert_tf.models import model_dir
+
+    fixture = os.path.join(os.path.dirname(__file__), "..", "convert", "fixtures")
+    preset = os.path.join(fixture, "keras_hub_backbone")
+    hub_server.add_hf_repo("keras/albert_tiny_en", preset)
+    resolved = sources.resolve("hf://keras/albert_tiny_en")
+    assert resolved.conversion.startswith("keras-hub preset")
+    assert model_dir.text_settings(resolved.directory)["albert_rules"] is False
+    with np.load(os.path.join(preset, "expected.npz")) as values:
+        inputs = {
+            "input_word_ids": values["token_ids"],
+            "input_mask": values["padding_mask"].astype("int32"),
+            "input_type_ids": values["segment_ids"],
+        }
+        pooled = albert_tf.load("hf://keras/albert_tiny_en").backbone(inputs)["pooled_output"]
+        np.testing.assert_allclose(pooled.numpy(), values["pooled_output"], atol=TOLERANCE)

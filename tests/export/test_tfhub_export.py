@@ -59,15 +59,25 @@ def pretrained_dir(tmp_path_factory, spm_model_file):
 
 @pytest.fixture(scope="module")
 def hub_dir(pretrained_dir, tmp_path_factory):
-    export_dir = str(tmp_path_factory.mktemp("tfhub") / "albert_hub")
+    """The script's export of `pretrained_dir`, given by name: as an archive of it (converted
+    into a cache of its own, as `albert_tf.sources` does for a downloaded one)."""
+    import tarfile
+
+    directory = tmp_path_factory.mktemp("tfhub")
+    export_dir = str(directory / "albert_hub")
+    archive = str(directory / "model.tar.gz")
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(pretrained_dir, arcname="model")
     result = run(
         "export_saved_model.py",
-        f"--pretrained_dir={pretrained_dir}",
+        f"--pretrained_dir={archive}",
         "--format=tfhub",
         f"--export_dir={export_dir}",
         f"--max_seq_length={SEQ_LENGTH}",
+        env={"ALBERT_TF_HOME": str(directory / "cache")},
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert f"] Model {archive}" in result.stderr  # resolved by name, logged in one line
     assert result.stdout.split() == [export_dir]
     assert sorted(os.listdir(export_dir)) == ["encoder", "preprocessor"]
     return export_dir

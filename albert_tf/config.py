@@ -54,6 +54,21 @@ DIALECT_DEFAULTS = {
 }
 
 
+# The integer sizes of a config: together they fix the depth and every weight's shape.
+SIZE_FIELDS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_hidden_groups",
+    "inner_group_num",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+
+
 @dataclasses.dataclass
 class AlbertConfig:
     """Hyperparameters of an ALBERT (or BERT, with `sharing="none"`) backbone.
@@ -93,18 +108,7 @@ class AlbertConfig:
     # ---------------------------------------------------------------- validation
     def validate(self):
         """Raises ValueError naming the first invalid field or combination."""
-        for name in (
-            "vocab_size",
-            "embedding_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_hidden_groups",
-            "inner_group_num",
-            "num_attention_heads",
-            "intermediate_size",
-            "max_position_embeddings",
-            "type_vocab_size",
-        ):
+        for name in SIZE_FIELDS:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}")

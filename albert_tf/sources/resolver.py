@@ -41,19 +41,6 @@ RELEASE_FILES = (
     "model.ckpt-best.data-00000-of-00001",
     "30k-clean.model",
 )
-# Config fields that fix every weight's shape (checked against the release's preset).
-SHAPE_FIELDS = (
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_hidden_groups",
-    "inner_group_num",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-)
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 # How each format found in a directory becomes an albert_tf directory (for the log and record).
 CONVERSIONS = {
@@ -218,7 +205,7 @@ def _fill_release(staging, release, url, quiet):
 
 def _check_release_config(path, name, url):
     """The archive's albert_config.json must give the shapes of the preset `name`."""
-    from albert_tf.config import AlbertConfig
+    from albert_tf.config import SIZE_FIELDS, AlbertConfig
     from albert_tf.convert.original import read_original_config
 
     try:
@@ -226,7 +213,7 @@ def _check_release_config(path, name, url):
     except (ValueError, KeyError, TypeError) as e:
         raise SourceError(f"{url}: {' '.join(str(e).split())}") from None
     preset = AlbertConfig.from_preset(name)
-    differ = [f for f in SHAPE_FIELDS if getattr(config, f) != getattr(preset, f)]
+    differ = [f for f in SIZE_FIELDS if getattr(config, f) != getattr(preset, f)]
     if differ:
         shown = ", ".join(
             f"{f}={getattr(config, f)} (released {getattr(preset, f)})" for f in differ

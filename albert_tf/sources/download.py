@@ -105,7 +105,7 @@ def _connection_error(url, error):
     reason = getattr(error, "reason", error)
     proxy = _proxy_for(url)
     via = f" through the proxy {proxy}" if proxy else ""
-    if isinstance(reason, ssl.SSLCertVerificationError) or isinstance(reason, ssl.SSLError):
+    if isinstance(reason, ssl.SSLError):  # SSLCertVerificationError included
         return SourceError(
             f"TLS error reaching {url}{via}: {reason}; if a proxy or firewall re-signs "
             f"traffic, set SSL_CERT_FILE (or REQUESTS_CA_BUNDLE) to its CA bundle"

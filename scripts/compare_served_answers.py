@@ -35,12 +35,10 @@ flags.DEFINE_integer("show", 5, "Differing questions to print.", lower_bound=0)
 
 
 def _python_float32(run_dir, task):
-    import keras
-
+    from albert_tf.convert.checkpoint import load_head_model
     from albert_tf.finetune import squad_predictions
 
-    model = keras.saving.load_model(os.path.join(run_dir, "model.keras"))
-    model.set_compute_precision("float32")
+    model = load_head_model(os.path.join(run_dir, "model.keras"), dtype="float32")
     outputs = model.predict(task.features("dev").inputs, batch_size=64, verbose=0)
     predictions = task.postprocess(outputs, "dev")
     answers = predictions["predictions"]

@@ -65,10 +65,10 @@ def _variants():
 
 def _load():
     """The `LiteRTSpec` of --model_dir's task and model."""
-    import keras
     import tensorflow as tf
 
     from albert_tf import files
+    from albert_tf.convert.checkpoint import load_head_model
     from albert_tf.finetune.runner import INFO_FILE, MODEL_FILE
     from albert_tf.finetune.task import task_from_description
 
@@ -83,7 +83,8 @@ def _load():
     except ValueError as e:  # not valid JSON: names the file and line
         cli.fail(str(e))
     task = task_from_description(info["task"], FLAGS.model_dir)
-    model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
+    # In float32, whatever it was trained in: the reference the variants are measured against.
+    model = load_head_model(os.path.join(FLAGS.model_dir, MODEL_FILE))
     serving = task.serving_spec(model, FLAGS.max_seq_length)
     if serving.litert is None:
         cli.fail(

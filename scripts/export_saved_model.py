@@ -133,10 +133,10 @@ def _agreement_texts(pair):
 
 
 def _export_finetuned(write_warmup):
-    import keras
     import tensorflow as tf
 
     from albert_tf import files
+    from albert_tf.convert.checkpoint import load_head_model
     from albert_tf.finetune.runner import INFO_FILE, MODEL_FILE
     from albert_tf.finetune.task import task_from_description
 
@@ -158,7 +158,7 @@ def _export_finetuned(write_warmup):
     options = dict(compute_dtype=FLAGS.compute_dtype)
     if task.export_agreement_texts:
         options["agreement_texts"] = _agreement_texts(task.spec.is_pair)
-    model = keras.saving.load_model(os.path.join(FLAGS.model_dir, MODEL_FILE), compile=False)
+    model = load_head_model(os.path.join(FLAGS.model_dir, MODEL_FILE))  # float32
     return task.export(
         model,
         FLAGS.export_dir,

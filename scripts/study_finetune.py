@@ -38,6 +38,7 @@ from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli, files, input_paths  # noqa: E402
 from albert_tf.optim.names import OPTIMIZERS  # noqa: E402
+from albert_tf.precision import PRECISIONS  # noqa: E402
 from albert_tf.settings import InvalidFlagError  # noqa: E402
 
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))
@@ -89,6 +90,11 @@ flags.DEFINE_string("preset", None, "Also (or only) fine-tune this preset from r
 flags.DEFINE_list("optimizers", ["adamw", "adamw_original"], f"Of: {', '.join(OPTIMIZERS)}.")
 flags.DEFINE_list("learning_rates", ["1e-5", "1e-4", "1e-3", "3e-3"], "Peak learning rates.")
 flags.DEFINE_list("seeds", ["1", "2", "3"], "Seeds (initialisation, dropout, data order).")
+flags.DEFINE_list(
+    "precisions",
+    ["float32"],
+    f"Fine-tuning precisions (--precision of the run_* scripts), of: {', '.join(PRECISIONS)}.",
+)
 flags.DEFINE_integer("num_train_steps", 300, "Optimizer steps per run.", lower_bound=1)
 flags.DEFINE_integer("save_checkpoints_steps", 100, "Evaluate every N steps.", lower_bound=1)
 flags.DEFINE_integer("train_batch_size", 32, "Training batch size.", lower_bound=1)
@@ -137,7 +143,7 @@ def _write_data(data_dir, tasks):
             logging.info("race: %s", write_docstring_race(directory, FLAGS.race_articles))
 
 
-def _command(task, start_flags, optimizer, rate, seed, run_dir, data_dir):
+def _command(task, start_flags, optimizer, rate, precision, seed, run_dir, data_dir):
     script, task_flags = TASKS[task]
     return [
         sys.executable,
@@ -147,6 +153,7 @@ def _command(task, start_flags, optimizer, rate, seed, run_dir, data_dir):
         f"--output_dir={run_dir}",
         f"--optimizer={optimizer}",
         f"--learning_rate={rate}",
+        f"--precision={precision}",
         f"--seed={seed}",
         f"--num_train_steps={FLAGS.num_train_steps}",
         f"--save_checkpoints_steps={FLAGS.save_checkpoints_steps}",
@@ -194,25 +201,26 @@ def _cell(runs):
 
 
 def _table(rows):
-    """Markdown, per task and start: one line per optimizer, one column per learning rate; a
-    cell is the best dev main metric (mean and range over the seeds) and the collapsed runs."""
+    """Markdown, per task and start: one line per optimizer and precision, one column per
+    learning rate; a cell is the best dev main metric (mean and range over the seeds) and the
+    collapsed runs."""
     rates = sorted({r["learning_rate"] for r in rows}, key=float)
     groups = {}
     for row in rows:
-        key = (row["task"], row["start"], row["optimizer"])
+        key = (row["task"], row["start"], row["optimizer"], row["precision"])
         groups.setdefault(key, {}).setdefault(row["learning_rate"], []).append(row)
     lines = [
-        "| task (dev metric, strongest simple baseline) | start | optimizer | "
+        "| task (dev metric, strongest simple baseline) | start | optimizer | precision | "
         + " | ".join(f"lr {r}" for r in rates)
         + " |",
-        "|---|---|---|" + "---|" * len(rates),
+        "|---|---|---|---|" + "---|" * len(rates),
     ]
-    for (task, start, optimizer), by_rate in sorted(groups.items()):
+    for (task, start, optimizer, precision), by_rate in sorted(groups.items()):
         first = next(iter(by_rate.values()))[0]
         baseline = "-" if first["baseline"] is None else f"{first['baseline']:.3f}"
         cells = [_cell(by_rate[r]) if r in by_rate else "" for r in rates]
         lines.append(
-            f"| {task} ({first['metric']}, {baseline}) | {start} | {optimizer} | "
+            f"| {task} ({first['metric']}, {baseline}) | {start} | {optimizer} | {precision} | "
             + " | ".join(cells)
             + " |"
         )
@@ -249,6 +257,11 @@ def main(argv):
             raise InvalidFlagError(
                 f"--optimizers: unknown optimizer {optimizer!r}; known: {', '.join(OPTIMIZERS)}"
             )
+    for precision in FLAGS.precisions:
+        if precision not in PRECISIONS:
+            raise InvalidFlagError(
+                f"--precisions: unknown precision {precision!r}; known: {', '.join(PRECISIONS)}"
+            )
     if FLAGS.jobs < 1:
         raise InvalidFlagError(f"--jobs must be >= 1, got {FLAGS.jobs}")
     input_paths.check_fields(FLAGS, ("init_checkpoint", "spm_model_file"))
@@ -258,15 +271,18 @@ def main(argv):
         _write_data(data_dir, FLAGS.tasks)
     threads = max(1, (os.cpu_count() or 1) // FLAGS.jobs)
     plan = []
-    for task, (start, start_flags), optimizer, rate, seed in itertools.product(
-        FLAGS.tasks, starts, FLAGS.optimizers, FLAGS.learning_rates, FLAGS.seeds
+    for task, (start, start_flags), optimizer, rate, precision, seed in itertools.product(
+        FLAGS.tasks, starts, FLAGS.optimizers, FLAGS.learning_rates, FLAGS.precisions, FLAGS.seeds
     ):
-        run_dir = os.path.join(FLAGS.output_dir, task, start, optimizer, f"lr{rate}", f"seed{seed}")
-        command = _command(task, start_flags, optimizer, rate, seed, run_dir, data_dir)
+        run_dir = os.path.join(
+            FLAGS.output_dir, task, start, optimizer, f"lr{rate}", precision, f"seed{seed}"
+        )
+        command = _command(task, start_flags, optimizer, rate, precision, seed, run_dir, data_dir)
         if FLAGS.report_only and not os.path.exists(os.path.join(run_dir, "finetune.json")):
             continue
         plan.append(({"task": task, "start": start, "optimizer": optimizer,
-                      "learning_rate": rate, "seed": seed}, command, run_dir))  # fmt: skip
+                      "learning_rate": rate, "precision": precision, "seed": seed},
+                     command, run_dir))  # fmt: skip
     logging.info("%d runs, %d at a time", len(plan), FLAGS.jobs)
     rows, failures, began = [], [], time.time()
     with concurrent.futures.ThreadPoolExecutor(FLAGS.jobs) as pool:
@@ -283,9 +299,10 @@ def main(argv):
                 continue
             rows.append(row)
             logging.info(
-                "[%d/%d, %.0f min] %s %s %s lr %s seed %s: best %s %.4f%s",
+                "[%d/%d, %.0f min] %s %s %s lr %s %s seed %s: best %s %.4f%s",
                 done, len(plan), (time.time() - began) / 60, key["task"], key["start"],
-                key["optimizer"], key["learning_rate"], key["seed"], row["metric"], row["best"],
+                key["optimizer"], key["learning_rate"], key["precision"], key["seed"],
+                row["metric"], row["best"],
                 " COLLAPSED" if row["collapsed"] else "",
             )  # fmt: skip
     record, table = {"runs": rows}, _table(rows)

@@ -27,8 +27,6 @@ is), see `source_text_settings`.
 """
 
 import os
-import shutil
-import tempfile
 
 from absl import logging
 
@@ -50,28 +48,18 @@ def head_model_file(path):
     return candidate if tf.io.gfile.exists(candidate) else None
 
 
-def load_head_model(path):
+def load_head_model(path, dtype=None):
     """The fine-tuned head model (an `AlbertHeadModel`) saved at `path` (a .keras file or a
-    directory holding model.keras), uncompiled."""
-    import keras
-    import tensorflow as tf
-
+    directory holding model.keras), uncompiled, computing in `dtype` (default: the global Keras
+    policy, float32 unless set; `head_model.load_fine_tuned`)."""
     # Imported to register the head model classes for deserialization.
-    from albert_tf.models import classifier, multiple_choice, question_answering, token_classifier  # noqa: F401  # noqa: F401
-    from albert_tf.models.head_model import AlbertHeadModel
+    from albert_tf.models import classifier, multiple_choice, question_answering, token_classifier  # noqa: F401
+    from albert_tf.models.head_model import AlbertHeadModel, load_fine_tuned
 
     keras_file = head_model_file(path)
     if keras_file is None:
         raise FileNotFoundError(f"No {HEAD_MODEL_FILE} at {path}")
-    local = tempfile.mkdtemp(prefix="albert_tf_head_")
-    try:
-        if not os.path.exists(keras_file):  # Keras reads local files: copy gs:// ones first
-            copy = os.path.join(local, HEAD_MODEL_FILE)
-            tf.io.gfile.copy(keras_file, copy)
-            keras_file = copy
-        model = keras.saving.load_model(keras_file, compile=False)
-    finally:
-        shutil.rmtree(local, ignore_errors=True)
+    model = load_fine_tuned(keras_file, dtype)
     if not isinstance(model, AlbertHeadModel):
         raise ValueError(
             f"{path}: {HEAD_MODEL_FILE} holds a {type(model).__name__}, not a "

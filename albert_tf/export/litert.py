@@ -592,8 +592,9 @@ def text_spec(
         max_eval_examples: dev texts measured on (default: all).
         max_windows: unused (SQuAD's option).
 
-    The reference: a classifier's Keras float32 model with the preprocessor (what the
-    SavedModel serves); a token classifier's same graph run in TensorFlow.
+    The reference: a float32 copy of a classifier with the preprocessor (what the float32
+    SavedModel serves, whatever precision `model` was trained or loaded in); a token
+    classifier's same graph run in TensorFlow (float32).
     """
     from albert_tf.export.serving_spec import LiteRTSpec
     from albert_tf.models.token_classifier import AlbertTokenClassifier
@@ -636,7 +637,7 @@ def text_spec(
         calibration=calibration,
         run=run_file,
         reference=lambda inputs: reference_outputs(
-            fn if same_graph else model, preprocessor, inputs, max_seq_length
+            fn if same_graph else float32_copy(model), preprocessor, inputs, max_seq_length
         ),
         header=header,
         score=score,

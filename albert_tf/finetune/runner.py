@@ -102,6 +102,7 @@ NOT_RECORDED = ("output_dir", "overwrite_output_dir")
 # - feature_cache_dir: where SQuAD caches its features (keyed by their content);
 # - tfds_download, tfds_data_dir: how and where TFDS data is prepared (the examples are
 #   compared by content).
+# - word_split: the words the tagger's export serves (training reads the files' words).
 MAY_DIFFER = (
     "do_train",
     "do_predict",
@@ -122,6 +123,7 @@ MAY_DIFFER = (
     "feature_cache_dir",
     "tfds_download",
     "tfds_data_dir",
+    "word_split",
 )
 
 
@@ -574,9 +576,10 @@ class _Finetuner:
         writer.scalars(step, {k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         shown = self.task.headline_metrics(metrics)
         logging.info(
-            "eval at step %d: %s (%.1fs)%s",
+            "eval at step %d: %s (computed in %s, %.1fs)%s",
             step,
             ", ".join(f"{k} {v:.4f}" for k, v in shown.items() if isinstance(v, float)),
+            self.model.dtype_policy.name,
             time.time() - began,
             " new best" if improved else "",
         )
@@ -619,6 +622,8 @@ class _Finetuner:
             state.warnings.append({"step": self.step, "warning": warning})
         values = {
             "best": state.best,
+            # The dev (and test) scores are the model's outputs in this precision.
+            "precision": self.model.dtype_policy.name,
             "selection": self.selection(),
             "baselines": self.baselines,
             "main_metric_baselines": self.main_baselines,

@@ -151,6 +151,41 @@ def load_backbone(
     return replaced
 
 
+def load_fine_tuned(path, dtype=None):
+    """The fine-tuned head model saved at `path` (a .keras file, local or gs://), uncompiled,
+    computing in `dtype` ("float32" or "mixed_bfloat16"; default: the global Keras dtype policy,
+    float32 unless set).
+
+    model.keras records the precision it was trained in (a run with `precision="auto"` on a
+    CPU with bfloat16 dot products, or on TPU, saves a mixed_bfloat16 model); evaluation and
+    export compute in the precision asked for, so that a float32 score or export is float32.
+    The change is logged.
+
+    >>> model = load_fine_tuned("out/mrpc/model.keras")  # doctest: +SKIP
+    >>> model.dtype_policy.name  # doctest: +SKIP
+    'float32'
+    """
+    dtype = dtype or keras.config.dtype_policy().name
+    local = tempfile.mkdtemp(prefix="albert_tf_head_")
+    try:
+        if not os.path.exists(path):  # Keras reads local files: copy gs:// ones first
+            tf.io.gfile.copy(path, os.path.join(local, model_dir.HEAD_MODEL_FILE))
+            path = os.path.join(local, model_dir.HEAD_MODEL_FILE)
+        model = keras.saving.load_model(path, compile=False)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+    trained = model.dtype_policy.name
+    if isinstance(model, AlbertHeadModel) and trained != dtype:
+        model.set_compute_precision(dtype)
+        logging.info(
+            "%s was trained in %s; it computes in %s here (pass dtype= to choose)",
+            path,
+            trained,
+            dtype,
+        )
+    return model
+
+
 class AlbertHeadModel(keras.Model):
     """Base class: backbone -> `head_input` -> dropout -> dense float32 logits.
 
@@ -320,7 +355,9 @@ class AlbertHeadModel(keras.Model):
         A directory holding a fine-tuned model of this class (its `model.keras`: a run's
         output, a converted Hugging Face `AlbertFor*` head, a keras-hub `AlbertTextClassifier`
         preset) gives that model, head included, when no argument asks for another head
-        (`num_classes`, `labels`) or backbone (dropout, `dtype`).
+        (`num_classes`, `labels`) or backbone (dropout); it computes in `dtype` (default: the
+        global Keras dtype policy, float32 unless set), whatever it was trained in
+        (`load_fine_tuned`).
 
         >>> from albert_tf.models.classifier import AlbertClassifier
         >>> model = AlbertClassifier.from_pretrained(
@@ -329,8 +366,8 @@ class AlbertHeadModel(keras.Model):
         directory = model_dir.local_directory(directory)  # a name: fetched and cached
         asks_other = (num_classes, labels, hidden_dropout_prob, attention_probs_dropout_prob)
         fine_tuned = None
-        if all(value is None for value in (*asks_other, dtype)):
-            fine_tuned = cls._fine_tuned(directory)
+        if all(value is None for value in asks_other):
+            fine_tuned = cls._fine_tuned(directory, dtype)
         if fine_tuned is not None:
             if preprocessor is None or preprocessor is False:
                 fine_tuned.preprocessor = None
@@ -355,19 +392,13 @@ class AlbertHeadModel(keras.Model):
         return cls(backbone, num_classes=num_classes, dropout=dropout, labels=labels, **kwargs)
 
     @classmethod
-    def _fine_tuned(cls, directory):
-        """The fine-tuned model of this class saved as `directory`/model.keras, or None."""
+    def _fine_tuned(cls, directory, dtype=None):
+        """The fine-tuned model of this class saved as `directory`/model.keras (computing in
+        `dtype`, as `load_fine_tuned`), or None."""
         path = f"{directory.rstrip('/')}/{model_dir.HEAD_MODEL_FILE}"
         if not tf.io.gfile.exists(path):
             return None
-        local = tempfile.mkdtemp(prefix="albert_tf_head_")
-        try:
-            if not os.path.exists(path):  # Keras reads local files: copy gs:// ones first
-                tf.io.gfile.copy(path, os.path.join(local, model_dir.HEAD_MODEL_FILE))
-                path = os.path.join(local, model_dir.HEAD_MODEL_FILE)
-            model = keras.saving.load_model(path, compile=False)
-        finally:
-            shutil.rmtree(local, ignore_errors=True)
+        model = load_fine_tuned(path, dtype)
         if type(model) is not cls:
             logging.info(
                 "%s holds a fine-tuned %s: a new %s head goes on its backbone",
@@ -378,7 +409,6 @@ class AlbertHeadModel(keras.Model):
             return None
         return model
 
-    # ------------------------------------------------------------------ training defaults
     def default_loss(self):
         """The loss of compile(loss="auto"); each subclass chooses."""
         raise NotImplementedError(f"{type(self).__name__} must define default_loss()")

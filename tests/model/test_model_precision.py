@@ -115,3 +115,28 @@ def test_jit_compile_under_global_mixed_bfloat16(tiny_config, pretrain_inputs, g
     assert all(np.abs(g.numpy()).max() > 0 for g in grads)
     # Dropout is active under XLA: the second step (same weights) draws new masks.
     assert abs(float(loss_2) - float(loss)) > 1e-4
+
+
+def test_fine_tuned_model_loads_in_the_precision_asked_for(tiny_config, make_inputs, tmp_path):
+    from albert_tf.convert.checkpoint import load_head_model
+    from albert_tf.export.saved_model import float32_copy
+    from albert_tf.models.classifier import AlbertClassifier
+
+    trained = AlbertClassifier(AlbertModel(tiny_config(), dtype="mixed_bfloat16"), num_classes=3)
+    inputs = make_inputs(lengths=[7, 4])
+    trained(inputs)
+    path = str(tmp_path / "model.keras")
+    trained.save(path)
+    reference = float32_copy(trained)(inputs).numpy()
+    bf16 = trained(inputs).numpy()
+    scale = np.abs(reference).max()
+    assert np.abs(bf16 - reference).max() > 1e-3 * scale  # bfloat16 noise, which float32 lacks
+
+    model = load_head_model(path)  # float32 unless asked, whatever it was trained in
+    assert model.dtype_policy.name == model.backbone.dtype_policy.name == "float32"
+    np.testing.assert_allclose(model(inputs).numpy(), reference, atol=1e-6 * scale)
+    asked = load_head_model(str(tmp_path), dtype="mixed_bfloat16")
+    assert asked.backbone.dtype_policy.name == "mixed_bfloat16"
+    np.testing.assert_allclose(asked(inputs).numpy(), bf16, atol=1e-6 * scale)
+    again = AlbertClassifier.from_pretrained(str(tmp_path), preprocessor=None)
+    assert again.backbone.dtype_policy.name == "float32"

@@ -10,7 +10,10 @@ against the SavedModel's float32 model on the dev texts, accuracy; SQuAD: the ra
 equal to the SavedModel QA export's, and exact match and F1 against the gold answers; whether
 the agreement reaches --min_agreement, with a WARNING for a variant that does not);
 OUTPUT_DIR/litert_report.json holds the same numbers. The task's train and dev files are read
-again (train texts calibrate the "int8" variant). See docs/litert.md.
+again (train texts calibrate the "int8" variant). A tagger splits raw text into words by the
+convention its run recorded (--word_split overrides it) and its report compares its tags with
+the run's dev predictions (dev_predictions.txt): word agreement and entity F1. See
+docs/litert.md.
 """
 
 import os
@@ -21,6 +24,7 @@ os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the che
 from absl import flags  # noqa: E402
 
 from albert_tf import cli, input_paths  # noqa: E402
+from albert_tf.data.word_convention import CHOICES as WORD_SPLITS  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -49,6 +53,14 @@ flags.DEFINE_integer("num_representative", 100, "Train texts that calibrate the 
 flags.DEFINE_integer("max_eval_examples", 1000, "Dev texts to compare on (0: all).")
 flags.DEFINE_integer(
     "max_windows", 4, "SQuAD: doc-stride windows per question (longer contexts are truncated)."
+)
+
+flags.DEFINE_enum(
+    "word_split",
+    "auto",
+    list(WORD_SPLITS),
+    "Tagger: the words raw text is cut into: whitespace, punctuation (whitespace and each "
+    "punctuation character a word), or auto (what the run recorded).",
 )
 
 flags.mark_flag_as_required("model_dir")
@@ -93,7 +105,9 @@ def _load():
         )
     # The task reads its splits when the spec asks for them.
     return serving.litert_spec(
-        max_eval_examples=FLAGS.max_eval_examples or None, max_windows=FLAGS.max_windows
+        max_eval_examples=FLAGS.max_eval_examples or None,
+        max_windows=FLAGS.max_windows,
+        **task.word_split_options(FLAGS.word_split),
     )
 
 

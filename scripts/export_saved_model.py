@@ -23,6 +23,16 @@ and stored in assets.extra/albert_tf.json.
     python scripts/export_saved_model.py --model_dir=out/mrpc --export_dir=/models/mrpc_bf16 \
         --compute_dtype=bfloat16
 
+A fine-tuned tagger (run_token_classifier.py) serves raw text split into words by the
+convention its run recorded (whitespace, or whitespace and each punctuation character a word:
+albert_tf.data.word_convention); --word_split overrides it (a WARNING when the training data
+says otherwise). Its export is compared with the run's dev predictions (dev_predictions.txt and
+the dev file named in finetune.json, when present): word agreement and entity F1 of the served
+tags, printed as one JSON line and stored in assets.extra/albert_tf.json.
+
+    python scripts/export_saved_model.py --model_dir=out/ner --export_dir=/models/ner \
+        --word_split=whitespace
+
 TF Hub reusable SavedModels of a pretrained model (--format=tfhub): EXPORT_DIR/encoder and
 EXPORT_DIR/preprocessor, the TF Hub text API of albert_en_base/3 + albert_en_preprocess/3
 (`albert_tf.export.tfhub`; not versioned; the encoder has `.mlm` when the directory holds the
@@ -41,6 +51,7 @@ os.environ.setdefault("ALBERT_TF_LIGHT_IMPORT", "1")  # TensorFlow after the che
 from absl import flags, logging  # noqa: E402
 
 from albert_tf import cli, input_paths, sources  # noqa: E402
+from albert_tf.data.word_convention import CHOICES as WORD_SPLITS  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -105,6 +116,14 @@ flags.DEFINE_integer(
     "agreement_texts", 256, "bfloat16 export: how many held-out texts are compared (at most)."
 )
 
+flags.DEFINE_enum(
+    "word_split",
+    "auto",
+    list(WORD_SPLITS),
+    "Fine-tuned tagger: the words serving_default cuts raw text into: whitespace, punctuation "
+    "(whitespace and each punctuation character a word), or auto (what the run recorded).",
+)
+
 flags.mark_flag_as_required("export_dir")
 
 
@@ -156,6 +175,7 @@ def _export_finetuned(write_warmup):
             "only (bfloat16: classification, regression, tagging and SQuAD tasks, backbones)"
         )
     options = dict(compute_dtype=FLAGS.compute_dtype)
+    options.update(task.word_split_options(FLAGS.word_split))
     if task.export_agreement_texts:
         options["agreement_texts"] = _agreement_texts(task.spec.is_pair)
     model = load_head_model(os.path.join(FLAGS.model_dir, MODEL_FILE))  # float32
@@ -206,6 +226,7 @@ SAVED_MODEL_ONLY = (
     "compute_dtype",
     "agreement_file",
     "agreement_texts",
+    "word_split",
 )
 
 
@@ -238,6 +259,8 @@ def main(argv):
         _check_tfhub_flags()
     if bool(FLAGS.model_dir) == bool(FLAGS.pretrained_dir):
         cli.fail("give exactly one of --model_dir and --pretrained_dir")
+    if FLAGS.pretrained_dir and FLAGS.word_split != "auto":
+        cli.fail("--word_split applies to a fine-tuned tagger (--model_dir)")
     if FLAGS.version is not None and FLAGS.version < 1:
         cli.fail(f"--version must be >= 1, got {FLAGS.version}")
     if FLAGS.max_seq_length is not None and not 3 <= FLAGS.max_seq_length <= 512:
@@ -257,8 +280,9 @@ def main(argv):
     from albert_tf import files
 
     description = files.read_json(os.path.join(path, "assets.extra", "albert_tf.json"))
-    if "agreement_with_float32" in description:
-        print(json.dumps({"agreement_with_float32": description["agreement_with_float32"]}))
+    for key in ("agreement_with_float32", "agreement_with_dev_predictions"):
+        if key in description:
+            print(json.dumps({key: description[key]}))
     print(path)
 
 

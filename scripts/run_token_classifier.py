@@ -10,9 +10,12 @@ IOB1, IOB2 and IOBES tags are converted to IOB2) or JSON lines {"tokens": [...],
 Every --save_checkpoints_steps steps the dev set is scored (entity precision, recall and F1 as
 the CoNLL evaluation counts them, per type, and token accuracy) and a checkpoint is saved; the
 best weights by entity F1 are kept, saved as model.keras and, with --export_dir, exported for
-TF Serving (raw text in, entities with character offsets out). Re-running the same command after
-an interruption resumes where it stopped. Flags: albert_tf.finetune.params (training) and
-albert_tf.finetune.task_data.TaggingData (data).
+TF Serving (raw text in, entities with character offsets out; or pre-split words in, through
+the `words` signature). Raw text is split into words as the training words were: on whitespace,
+and punctuation off words when that gives back 99% of the training words (--word_split
+overrides it; albert_tf.data.word_convention); the export's tags are compared with the dev
+predictions. Re-running the same command after an interruption resumes where it stopped.
+Flags: albert_tf.finetune.params (training) and albert_tf.finetune.task_data.TaggingData (data).
 """
 
 import os

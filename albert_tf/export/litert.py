@@ -6,7 +6,8 @@ place) whose `serving_default` signature takes raw UTF-8 strings:
 - classifier: text (+ text_pair) string [B] -> probabilities, logits float32 [B, C], label
   int64 [B] (regression: score [B]);
 - token classifier: text string [B] -> probabilities float32 [B, W, C], tag_id int64 [B, W]
-  (-1 as padding), num_words int64 [B].
+  (-1 as padding), word_start, word_end int64 [B, W] (UTF-8 byte offsets of each word in its
+  text, end exclusive; -1 as padding), num_words int64 [B].
 
 The file needs only TFLite builtin ops and tensorflow-text's TFLite ops (no Flex delegate).
 Register the latter in the interpreter (see `interpreter`):
@@ -30,9 +31,17 @@ Packing: `[CLS] a [SEP]` (or `[CLS] a [SEP] b [SEP]`) in exactly `max_seq_length
 shape). Truncation keeps the first ids of each text: "round_robin" gives the budget
 (`max_seq_length` - 2 or - 3) one id at a time to each text in turn (the first text gets the odd
 one; the original ALBERT/BERT pair rule), "longest_first" cuts the longer text first (the
-second gets the odd one); as `SegmentPacker`. The token classifier tokenizes each whitespace-
-separated word on its own, keeps the words whose first piece fits in one window of
-`max_seq_length` - 2 pieces and tags them (no sliding windows; punctuation is not split off words).
+second gets the odd one); as `SegmentPacker`. The token classifier splits raw text into words
+by its word convention (`albert_tf.data.word_convention`, recorded by the fine-tuning run):
+"whitespace" (`WhitespaceTokenizer`) or "punctuation" (then each punctuation character is cut
+out of the words on their UTF-8 bytes with builtin ops and a codepoint table, `byte_words`: the
+same words as the SavedModel's `graph_words.split_words` except where ICU's whitespace differs
+from Python's, e.g. U+001C-U+001F are not whitespace here). It tokenizes each word on its own,
+keeps the words whose first piece fits in one window of `max_seq_length` - 2 pieces and tags
+them (no sliding windows: the words past the window are not tagged). A fine-tuned tagger's
+report holds "agreement_with_dev_predictions": the reference's tags on the dev sentences joined
+by spaces against the runner's dev predictions (`dev_tagger_agreement`), with a WARNING below
+99%.
 
 Variants: "float32"; "float16" (weights stored as float16); "int8_dynamic" (dynamic-range:
 int8 weights, float activations); "int8" (integer weights and activations calibrated on a
@@ -65,6 +74,7 @@ from albert_tf.convert.weights import ConversionError
 from albert_tf.errors import UserError
 from albert_tf.export import dense, litert_quiet, litert_text
 from albert_tf.export.saved_model import float32_copy
+from albert_tf.text.graph_words import WORD_CONVENTIONS
 from albert_tf.text.tokenizer import SentencePieceTokenizer
 
 VARIANTS = ("float32", "float16", "int8_dynamic", "int8")
@@ -164,16 +174,24 @@ class LiteTextInputs:
         mask = tf.cast(position < offset, tf.int32)
         return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
 
-    def words(self, text):
-        """Whitespace-separated words of tf.string [B]: (words [N], row_splits int32 [B + 1])."""
-        words = tft.WhitespaceTokenizer().tokenize(text)
-        return words.flat_values, tf.cast(words.row_splits, tf.int32)
+    def words(self, text, convention="whitespace"):
+        """Words of tf.string [B] under `convention` (`WORD_CONVENTIONS`): (words [N], row_splits
+        int32 [B + 1], UTF-8 byte offsets of each word in its text: start, end int32 [N])."""
+        if convention not in WORD_CONVENTIONS:
+            raise ValueError(
+                f"convention must be one of {', '.join(WORD_CONVENTIONS)}, got {convention!r}"
+            )
+        words, starts, _ = tft.WhitespaceTokenizer().tokenize_with_offsets(text)
+        splits = tf.cast(words.row_splits, tf.int32)
+        starts = tf.cast(starts.flat_values, tf.int32)
+        return byte_words(text, words.flat_values, splits, starts, convention == "punctuation")
 
-    def pack_words(self, text):
-        """Words of each text, each tokenized on its own ([unk] when it gives no piece), in one
-        window: (model inputs [B, S], first-piece position int32 [N] (max_seq_length when the word
-        does not fit), word row_splits int32 [B + 1])."""
-        words, word_splits = self.words(text)
+    def pack_words(self, text, convention="whitespace"):
+        """Words of each text (`words`), each tokenized on its own ([unk] when it gives no
+        piece), in one window: (model inputs [B, S], first-piece position int32 [N]
+        (max_seq_length when the word does not fit), word row_splits int32 [B + 1], byte
+        offsets start, end int32 [N])."""
+        words, word_splits, word_starts, word_ends = self.words(text, convention)
         values, splits = self.tokenize(words)
         counts = splits[1:] - splits[:-1]
         lengths = tf.maximum(counts, 1)  # an empty word becomes [unk]
@@ -220,7 +238,79 @@ class LiteTextInputs:
             "input_mask": mask,
             "input_type_ids": tf.zeros_like(word_ids),
         }
-        return inputs, first, word_splits
+        return inputs, first, word_splits, word_starts, word_ends
+
+
+def byte_words(text, words, splits, starts, punctuation=True):
+    """Whitespace words (flat [N], their int32 row_splits [B + 1] and byte starts [N] in `text`
+    [B]) -> the outputs of `LiteTextInputs.words`: with `punctuation`, each punctuation
+    character (as `graph_words.PUNCTUATION_PATTERN`: ASCII symbols and Unicode P*, the table of
+    `unicode_tables.punctuation_table`) is cut out as a word of its own. Either way, the first
+    bytes of a multi-byte whitespace character that `WhitespaceTokenizer` leaves at the end of
+    the word before it (U+00A0 between "a" and "b" gives the words b"a\\xc2", b"b") are
+    dropped. TFLite builtin ops on the words' UTF-8 bytes, and `ByteSplit` /
+    `ByteSplitByOffsets` (valid UTF-8 assumed)."""
+    from albert_tf.text.unicode_tables import punctuation_table
+
+    pieces = tft.ByteSplitter().split(words)  # [N, (bytes)]
+    byte = tf.cast(pieces.flat_values, tf.int32)
+    byte_splits = tf.cast(pieces.row_splits, tf.int32)
+    total = tf.size(byte)
+    position = tf.range(total)
+    word = dense.row_ids(byte_splits, total)
+    local = position - tf.gather(byte_splits, word)
+    lead = (byte < 0x80) | (byte >= 0xC0)
+    # Each byte's character (its lead byte) and whether the character is whole in its word.
+    char = tf.maximum(tf.cumsum(tf.cast(lead, tf.int32)) - 1, 0)
+    chars = tf.maximum(total, 1)
+    size = tf.where(byte < 0xC0, 1, tf.where(byte < 0xE0, 2, tf.where(byte < 0xF0, 3, 4)))
+    length = tf.gather(byte_splits[1:] - byte_splits[:-1], word)
+    whole = tf.logical_not(lead) | (local + size <= length)
+    keep = tf.gather(tf.math.unsorted_segment_min(tf.cast(whole, tf.int32), char, chars), char) > 0
+    begins = keep & tf.equal(local, 0)
+    if punctuation:
+        padded = tf.concat([byte, tf.fill([3], 128)], axis=0)
+
+        def following(k):  # the payload of the k-th byte after each byte
+            return tf.gather(padded, position + k) - 128
+
+        code = tf.where(
+            byte < 0xE0,
+            (byte - 0xC0) * 64 + following(1),
+            tf.where(
+                byte < 0xF0,
+                (byte - 0xE0) * 4096 + following(1) * 64 + following(2),
+                (byte - 0xF0) * 262144 + following(1) * 4096 + following(2) * 64 + following(3),
+            ),
+        )
+        code = tf.where(byte < 0x80, byte, code)  # a lead byte's codepoint
+        table = tf.constant(punctuation_table())
+        known = lead & (code >= 0) & (code < table.shape[0])
+        punct = known & tf.gather(table, tf.where(known, code, 0))
+        in_punct = tf.math.unsorted_segment_max(tf.cast(punct, tf.int32), char, chars)
+        after = tf.concat([[False], tf.gather(in_punct, char)[:-1] > 0], axis=0)
+        # A word also starts at each punctuation character and right after one.
+        begins = begins | (keep & (punct | (lead & after & (local > 0))))
+    index = tf.cumsum(tf.cast(begins, tf.int32)) - 1  # the new word of each byte
+    count = tf.reduce_sum(tf.cast(begins, tf.int32))
+    index = tf.where(keep, index, count)  # dropped bytes: a segment cut off below
+    absolute = tf.gather(starts, word) + local
+    new_starts = tf.math.unsorted_segment_min(absolute, index, count + 1)[:count]
+    new_ends = tf.math.unsorted_segment_max(absolute, index, count + 1)[:count] + 1
+    # Each new word belongs to the text of its whitespace word.
+    text_of_byte = tf.gather(dense.row_ids(splits, tf.size(words)), word)
+    text_of_new = tf.math.unsorted_segment_max(text_of_byte, index, count + 1)[:count]
+    per_text = tf.math.unsorted_segment_sum(
+        tf.ones_like(new_starts), text_of_new, tf.size(splits) - 1
+    )
+    new_splits = tf.concat([[0], tf.cumsum(per_text)], axis=0)
+    row_splits = tf.cast(new_splits, tf.int64)
+    cut = tft.ByteSplitter().split_by_offsets(
+        text,
+        tf.RaggedTensor.from_row_splits(new_starts, row_splits, validate=False),
+        tf.RaggedTensor.from_row_splits(new_ends, row_splits, validate=False),
+    )
+    return cut.flat_values, new_splits, new_starts, new_ends
 
 
 def _classifier_fn(model, inputs, pair):
@@ -243,9 +333,9 @@ def _classifier_fn(model, inputs, pair):
     return tf.function(lambda text: outputs(text), input_signature=[_TEXT], autograph=False)
 
 
-def _token_classifier_fn(model, inputs):
+def _token_classifier_fn(model, inputs, convention="whitespace"):
     def outputs(text):
-        packed, first, word_splits = inputs.pack_words(text)
+        packed, first, word_splits, starts, ends = inputs.pack_words(text, convention)
         logits = tf.cast(model(packed, training=False), tf.float32)  # [B, S, C]
         num_words = word_splits[1:] - word_splits[:-1]
         tagged = first < inputs.max_seq_length
@@ -260,20 +350,27 @@ def _token_classifier_fn(model, inputs):
         )
         position = tf.gather(tf.concat([first, [0]], 0), flat)
         position = tf.where(valid, position, 0)
+        word_start = tf.where(valid, tf.gather(tf.concat([starts, [0]], 0), flat), -1)
+        word_end = tf.where(valid, tf.gather(tf.concat([ends, [0]], 0), flat), -1)
         probabilities = tf.nn.softmax(tf.gather(logits, position, batch_dims=1), axis=-1)
         probabilities = tf.where(tf.expand_dims(valid, 2), probabilities, 0.0)
         return {
             "probabilities": probabilities,
             "tag_id": tf.where(valid, tf.argmax(probabilities, axis=-1), -1),
             "num_words": tf.cast(count, tf.int64),
+            "word_start": tf.cast(word_start, tf.int64),
+            "word_end": tf.cast(word_end, tf.int64),
         }
 
     return tf.function(outputs, input_signature=[_TEXT], autograph=False)
 
 
-def serving_function(model, preprocessor, max_seq_length=None, pair=False):
+def serving_function(
+    model, preprocessor, max_seq_length=None, pair=False, word_convention="whitespace"
+):
     """The `tf.function` (raw text in) that `export_litert` converts, for a float32 copy of
-    `model` (an `AlbertClassifier` or `AlbertTokenClassifier`). Runs in TensorFlow too."""
+    `model` (an `AlbertClassifier` or `AlbertTokenClassifier`, whose words are split by
+    `word_convention`). Runs in TensorFlow too."""
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
     inputs = LiteTextInputs(preprocessor, max_seq_length)
@@ -281,7 +378,7 @@ def serving_function(model, preprocessor, max_seq_length=None, pair=False):
     if isinstance(model, AlbertTokenClassifier):
         if pair:
             raise ValueError("the token classifier takes one text")
-        return _token_classifier_fn(model, inputs)
+        return _token_classifier_fn(model, inputs, word_convention)
     if not hasattr(model, "num_classes") or not hasattr(model, "is_regression"):
         raise TypeError(
             f"LiteRT export supports AlbertClassifier and AlbertTokenClassifier, "
@@ -375,6 +472,7 @@ def export_litert(
     max_seq_length=None,
     pair=False,
     representative_texts=None,
+    word_convention="whitespace",
 ):
     """Writes `model` (a trained `AlbertClassifier` or `AlbertTokenClassifier`) with raw-text
     preprocessing to the `.tflite` file `path` (atomically); returns the file's size in bytes.
@@ -387,10 +485,11 @@ def export_litert(
         max_seq_length: fixed packed length (default: the preprocessor's).
         pair: the classifier's signature takes `text` and `text_pair`.
         representative_texts: calibration batches for "int8" (see `convert`).
+        word_convention: the token classifier's word split ("whitespace" or "punctuation").
     """
     from albert_tf import files
 
-    fn = serving_function(model, preprocessor, max_seq_length, pair)
+    fn = serving_function(model, preprocessor, max_seq_length, pair, word_convention)
     data = convert(fn, variant, representative_texts)
     files.write_atomic(path, data)
     return len(data)
@@ -464,10 +563,15 @@ def _rows(result):
     probabilities = result["probabilities"]
     rows = [probabilities[i, :n] for i, n in enumerate(result["num_words"])]
     width = probabilities.shape[-1]
-    return {
+    out = {
         "probabilities": np.concatenate(rows) if rows else np.zeros([0, width]),
         "num_words": result["num_words"],
     }
+    for key in ("word_start", "word_end"):  # byte offsets of the tagged words
+        if key in result:
+            parts = [result[key][i, :n] for i, n in enumerate(result["num_words"])]
+            out[key] = np.concatenate(parts) if parts else np.zeros([0], np.int64)
+    return out
 
 
 def reference_outputs(fn_or_model, preprocessor, columns, max_seq_length=None, batch_size=64):
@@ -578,6 +682,8 @@ def text_spec(
     max_seq_length=None,
     max_eval_examples=None,
     max_windows=None,
+    word_convention="whitespace",
+    dev_reference=None,
 ):
     """The `LiteRTSpec` of a text classifier or token classifier (`serving_function`).
 
@@ -591,6 +697,10 @@ def text_spec(
         max_seq_length: fixed packed length (default: the preprocessor's).
         max_eval_examples: dev texts measured on (default: all).
         max_windows: unused (SQuAD's option).
+        word_convention: the token classifier's word split ("whitespace" or "punctuation").
+        dev_reference: the token classifier's (dev words, the runner's predicted tags, gold
+            tags or None) per sentence, as the dev texts (`sentence_columns`): the report's
+            "agreement_with_dev_predictions" (`dev_tagger_agreement`) of the reference.
 
     The reference: a float32 copy of a classifier with the preprocessor (what the float32
     SavedModel serves, whatever precision `model` was trained or loaded in); a token
@@ -601,11 +711,18 @@ def text_spec(
 
     del max_windows
     max_seq_length = int(max_seq_length or preprocessor.max_seq_length)
-    fn = serving_function(model, preprocessor, max_seq_length, pair)
-    dev, labels = texts("dev", max_eval_examples)
     same_graph = isinstance(model, AlbertTokenClassifier)
+    fn = serving_function(model, preprocessor, max_seq_length, pair, word_convention)
+    dev, labels = texts("dev", max_eval_examples)
 
     def header(reference):
+        tagger = {}
+        if same_graph:
+            tagger["word_convention"] = word_convention
+            if dev_reference is not None and model.labels:
+                tagger["agreement_with_dev_predictions"] = dev_tagger_agreement(
+                    reference, dev["text"], dev_reference, model.labels, word_convention
+                )
         return {
             "kind": kind,
             "task": name,
@@ -620,6 +737,7 @@ def text_spec(
                 else "Keras float32 model + AlbertPreprocessor (the SavedModel's serving_default)"
             ),
             "token_agreement": token_agreement(preprocessor, dev["text"], max_seq_length),
+            **tagger,
         }
 
     def calibration(count, batch_size):
@@ -643,6 +761,35 @@ def text_spec(
         score=score,
         format_report=format_report,
         unit="words" if same_graph else "texts",
+    )
+
+
+def dev_tagger_agreement(reference, texts, dev_reference, labels, convention):
+    """`token_classifier_serving.dev_agreement` of a token classifier's reference outputs on the
+    dev `texts` (the first sentences of `dev_reference`, joined by spaces) with the runner's
+    dev predictions: the LiteRT tagger tags one window, so the words past it disagree."""
+    import numpy as np
+
+    from albert_tf.export.token_classifier_serving import dev_agreement
+
+    words, predicted, gold = dev_reference
+    tags = np.asarray(reference["probabilities"]).argmax(-1)
+    text_words, at = [], 0
+    for text, count in zip(texts, reference["num_words"]):
+        data = text.encode("utf-8")
+
+        def char(offset):
+            return len(data[: int(offset)].decode("utf-8", errors="ignore"))
+
+        spans = zip(
+            reference["word_start"][at : at + count],
+            reference["word_end"][at : at + count],
+            tags[at : at + count],
+        )
+        text_words.append([(char(s), char(e), labels[t]) for s, e, t in spans])
+        at += count
+    return dev_agreement(
+        words, predicted, gold, labels, text_words, None, convention, served="LiteRT"
     )
 
 
@@ -792,4 +939,14 @@ def format_report(report):
     reference = next(iter(report["variants"].values()), {}).get("reference_accuracy")
     if reference is not None:
         lines.append(f"reference ({report['reference']}) accuracy {reference:.4f}")
+    served = report.get("agreement_with_dev_predictions")
+    if served:
+        text = served["raw_text"]
+        key = next((k for k in ("f1", "token_accuracy") if k in text), None)
+        lines.append(
+            f"words ({report['word_convention']}) vs the runner's dev predictions: agreement "
+            f"{text['word_agreement']:.4f} on {served['dev_words']} words"
+            + (f"; {key} {text[key]:.4f} (the runner's {served['runner'][key]:.4f})" if key else "")
+        )
+        lines.extend(f"WARNING: {w}" for w in served["warnings"])
     return "\n".join(lines)

@@ -813,6 +813,8 @@ class _Finetuner:
         if p.export_dir:
             previous = files.read_json(info_path) if tf.io.gfile.exists(info_path) else {}
             exported = previous.get("export")
+            # The served outputs measured against the runner's (`FinetuneTask.export_agreement`).
+            agreement = previous.get("export_agreement")
             if (
                 exported
                 and previous.get("step") == step
@@ -823,7 +825,11 @@ class _Finetuner:
             else:
                 exported = self.task.export(self.model, p.export_dir)
                 logging.info("SavedModel for TF Serving: %s", exported)
+                agreement = self.task.export_agreement
             info["export"] = results["export"] = exported
+            if agreement:
+                info["export_agreement"] = results["export_agreement"] = agreement
+                results["warnings"].extend(agreement.get("warnings", []))
         files.write_json(info_path, info)
         return results
 

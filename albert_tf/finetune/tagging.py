@@ -7,7 +7,13 @@ loss and the metrics; a sentence longer than the window is covered by sliding wi
 (`albert_tf.text.word_windows`, `--stride`), and each word is scored in the window where it has
 the most context. Metrics are the CoNLL evaluation's (entity-level precision, recall and F1 with
 exact span and type, overall and per type) plus token accuracy; the best checkpoint is chosen by
-entity F1 (token accuracy for a plain tag set such as POS tags). The export tags raw text.
+entity F1 (token accuracy for a plain tag set such as POS tags).
+
+The export tags raw text, split into words by the convention decided from the training words
+(`albert_tf.data.word_convention`: "punctuation" when splitting punctuation off gives back at
+least 99% of them, else "whitespace"; `--word_split` overrides it), recorded in finetune.json
+("word_convention"); and pre-split words (the `words` signature). The served tags are measured
+against the runner's own dev predictions (`dev_predictions.txt`; `export_agreement`).
 
 >>> task = TokenClassificationTask(TaggingData(task_name="ner", train_file="train.txt"))
 >>> task.name, task.kind
@@ -22,6 +28,7 @@ from absl import logging
 
 from albert_tf import files
 from albert_tf.data import conll
+from albert_tf.data import word_convention as conventions
 from albert_tf.data.docstring_entities import DOCSTRING_CODE, docstring_code_splits
 from albert_tf.finetune.task import Features, FinetuneTask, preprocessor_of, write_tsv
 from albert_tf.finetune.task_data import TaggingData
@@ -50,6 +57,7 @@ class TokenClassificationTask(FinetuneTask):
     data_type = TaggingData
     output_files = tuple(PREDICTIONS_FILE.format(split=s) for s in ("dev", "test"))
     export_compute_dtypes = ("float32", "bfloat16")
+    export_word_split = True
 
     def __init__(self, data, seed=0, labels=None):
         self.data = data
@@ -57,6 +65,11 @@ class TokenClassificationTask(FinetuneTask):
         self.sentences = {}
         self.windows = {}
         self.tag_ids = {}
+        # The word convention's decision record (`word_convention.choose`): made from the
+        # training words when they are read, or read from finetune.json.
+        self.word_decision = None
+        self.dev_predictions = None  # the runner's dev tags (`write_predictions`)
+        self.run_dir = None  # the output directory a rebuilt task was described in
 
     # ------------------------------------------------------------------ description
     @property
@@ -141,6 +154,10 @@ class TokenClassificationTask(FinetuneTask):
             self.labels = conll.tag_vocabulary(self.sentences["train"].tags)
         if len(set(self.labels)) != len(self.labels):
             raise InvalidFlagError(f"--labels has duplicates: {self.labels}")
+        if "train" in self.sentences and self.word_decision is None:
+            self.word_decision = conventions.decide(
+                self.sentences["train"].words, self.data.word_split
+            )
         for split, sentences in self.sentences.items():
             if sentences.tags is not None:
                 self.tag_ids[split] = conll.tags_to_ids(sentences.tags, self.labels, sentences)
@@ -261,6 +278,8 @@ class TokenClassificationTask(FinetuneTask):
             lines.append("")
         path = os.path.join(output_dir, PREDICTIONS_FILE.format(split=split))
         files.write_atomic(path, "\n".join(lines) + "\n")
+        if split == "dev":  # what the export is measured against
+            self.dev_predictions = [list(tags) for tags in predictions["tags"]]
         gold = sentences.tags
         header = ["sentence", "word"] + (["label"] if gold is not None else []) + ["prediction"]
         rows = [
@@ -271,12 +290,82 @@ class TokenClassificationTask(FinetuneTask):
         write_tsv(os.path.join(output_dir, f"{split}_results.tsv"), header, rows)
         logging.info("Wrote tags of %d %s sentences to %s", len(predictions["tags"]), split, path)
 
+    def word_record(self):
+        """The word convention's decision record (`word_convention.choose`); without training
+        words read or a recorded one, `--word_split`'s (or the default)."""
+        if self.word_decision is None:
+            self.word_decision = conventions.choose(None, self.data.word_split)
+        return self.word_decision
+
+    @property
+    def word_convention(self):
+        """The recorded word convention: "whitespace" or "punctuation"."""
+        return self.word_record()["convention"]
+
+    def export_word_convention(self, word_split="auto"):
+        """The word convention an export serves: the recorded one for "auto", else
+        `word_split`, with a WARNING when the recorded measurement says otherwise."""
+        if word_split == "auto":
+            return self.word_convention
+        recorded = conventions.measured_part(self.word_record())
+        return conventions.choose(recorded, word_split)["convention"]
+
+    def _sentences_of(self, split):
+        """The `TaggedSentences` of `split`, read (without windows) when not loaded."""
+        if split not in self.sentences:
+            paths = {"dev": self.data.dev_file, "train": self.data.train_file}
+            if self.name == DOCSTRING_CODE and not any(paths.values()):
+                return self._builtin_splits([split])[split]
+            return self._read(split, paths[split])
+        return self.sentences[split]
+
+    def dev_reference(self, limit=None):
+        """(words, the runner's predicted tags, gold tags or None) of the first `limit` dev
+        sentences (default `token_classifier_serving.AGREEMENT_SENTENCES`), which the export's
+        agreement is measured on; None (said in one log line) when the runner's dev
+        predictions are not known: neither written by this task nor in the output directory
+        of a rebuilt one (dev_predictions.txt), or the dev file is gone or differs."""
+        import tensorflow as tf
+
+        from albert_tf.export.token_classifier_serving import AGREEMENT_SENTENCES
+
+        limit = limit or AGREEMENT_SENTENCES
+        predicted = self.dev_predictions
+        path = os.path.join(self.run_dir or "", PREDICTIONS_FILE.format(split="dev"))
+        try:
+            if predicted is None:
+                if not self.run_dir or not tf.io.gfile.exists(path):
+                    where = f"in {self.run_dir}" if self.run_dir else "from this run"
+                    logging.info(
+                        "No dev predictions %s (%s): the served tags are not compared with "
+                        "the runner's",
+                        where,
+                        PREDICTIONS_FILE.format(split="dev"),
+                    )
+                    return None
+                predicted = conll.read_conll(path, scheme="plain").tags
+            dev = self._sentences_of("dev")
+        except (OSError, ValueError) as e:  # a missing or bad file (DataError is a ValueError)
+            logging.info(
+                "The served tags are not compared with the runner's dev predictions: %s", e
+            )
+            return None
+        if [len(t) for t in predicted] != [len(w) for w in dev.words]:
+            logging.info(
+                "The served tags are not compared with the runner's dev predictions: %s does "
+                "not hold one tag per word of %s",
+                path,
+                dev.source,
+            )
+            return None
+        gold = None if dev.tags is None else dev.tags[:limit]
+        return dev.words[:limit], predicted[:limit], gold
+
     def serving_spec(self, model, max_seq_length=None):
         """The model's `ServingSpec`: its SavedModel
         (`token_classifier_serving.token_classifier_spec`) and LiteRT (`litert.text_spec`)
-        exports."""
-        import functools
-
+        exports, with the recorded word convention (or option `word_split`), measured against
+        the runner's dev predictions (`dev_reference`; `export_agreement`)."""
         from albert_tf.export import litert, token_classifier_serving
         from albert_tf.export.serving_spec import ServingSpec
 
@@ -286,31 +375,49 @@ class TokenClassificationTask(FinetuneTask):
             words = self.sentences[split].words
             return litert.sentence_columns(words, self.tag_ids.get(split), limit)
 
-        saved = functools.partial(
-            token_classifier_serving.token_classifier_spec,
-            model,
-            self.preprocessor,
-            max_seq_length or self.preprocessor.max_seq_length,
-            self.data.stride if not max_seq_length else None,
-            self.labels,
-        )
-        lite = functools.partial(
-            litert.text_spec,
-            model,
-            self.preprocessor,
-            texts,
-            self.kind,
-            self.name,
-            False,
-            max_seq_length,
-        )
+        def saved(word_split="auto", **options):
+            spec = token_classifier_serving.token_classifier_spec(
+                model,
+                self.preprocessor,
+                max_seq_length or self.preprocessor.max_seq_length,
+                self.data.stride if not max_seq_length else None,
+                self.labels,
+                word_convention=self.export_word_convention(word_split),
+                dev_reference=self.dev_reference(),
+                **options,
+            )
+            self.export_agreement = spec.description.get("agreement_with_dev_predictions")
+            return spec
+
+        def lite(word_split="auto", **options):
+            return litert.text_spec(
+                model,
+                self.preprocessor,
+                texts,
+                self.kind,
+                self.name,
+                False,
+                max_seq_length,
+                word_convention=self.export_word_convention(word_split),
+                dev_reference=self.dev_reference(),
+                **options,
+            )
+
         return ServingSpec(self.kind, saved, lite)
 
     def describe(self):
-        return {**super().describe(), "labels": list(self.labels)}
+        return {
+            **super().describe(),
+            "labels": list(self.labels),
+            "word_convention": dict(self.word_record()),
+        }
 
     @classmethod
     def from_description(cls, description, directory=None):
+        """The task of a description; one written before the word convention was recorded
+        serves "punctuation" (`word_convention.recorded`)."""
         task = cls(TaggingData(**description["data"]), labels=description["labels"])
         task.preprocessor = preprocessor_of(description, directory)
+        task.word_decision = conventions.recorded(description)
+        task.run_dir = directory
         return task

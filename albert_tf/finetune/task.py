@@ -135,6 +135,13 @@ class FinetuneTask(abc.ABC):
     #: Whether `export` takes `agreement_texts` (held-out texts a bfloat16 export is compared
     #: with float32 on; classification only, pairs where its `spec.is_pair`).
     export_agreement_texts = False
+    #: Whether `export` (and the LiteRT spec) take `word_split` (a word convention of
+    #: `albert_tf.data.word_convention`, overriding the recorded one; token classification).
+    export_word_split = False
+    #: What the last `export` measured of the served model against the runner's own dev
+    #: predictions (a JSON-serialisable dict with a "warnings" list; the runner stores it in
+    #: finetune.json as "export_agreement"), or None.
+    export_agreement = None
 
     @property
     def name(self):
@@ -254,6 +261,19 @@ class FinetuneTask(abc.ABC):
         """The `albert_tf.export.serving_spec.ServingSpec` of the trained `model`: its raw-text
         SavedModel (and LiteRT) exports, with `max_seq_length` tokens at most per sequence
         (default: the training length)."""
+
+    def word_split_options(self, word_split="auto"):
+        """The export options of the scripts' `--word_split`: {"word_split": it} where
+        `export_word_split`; else {} for "auto" and an InvalidFlagError for another value."""
+        if self.export_word_split:
+            return {"word_split": word_split}
+        if word_split != "auto":
+            from albert_tf.settings import InvalidFlagError
+
+            raise InvalidFlagError(
+                f"--word_split applies to a token classification run, not to a {self.kind} one"
+            )
+        return {}
 
     def export(
         self, model, export_dir, version=None, max_seq_length=None, write_warmup="auto", **options

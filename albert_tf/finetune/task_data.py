@@ -20,7 +20,7 @@ GLUE, SQuAD and RACE can also be read by name through TFDS (`--use_tfds`, `--tfd
 import dataclasses
 from typing import List, Optional
 
-from albert_tf.data import conll
+from albert_tf.data import conll, word_convention
 from albert_tf.settings import InvalidFlagError, setting
 
 # The fields (of any of these classes) that name an input file or directory.
@@ -149,6 +149,14 @@ class TaggingData:
         "Pieces between the starts of the sliding windows over "
         "a sentence longer than max_seq_length - 2 (default: half "
         "a window).",
+    )
+    word_split: str = setting(
+        "auto",
+        "The words the export cuts raw text into: whitespace (only), punctuation (whitespace, "
+        "and each punctuation character a word), or auto: punctuation when that split gives "
+        "back at least 99% of the training words, else whitespace (albert_tf.data."
+        "word_convention). Training reads the files' words either way.",
+        choices=word_convention.CHOICES,
     )
 
 

@@ -1,7 +1,10 @@
 """Words for token classification, in the graph: raw text -> words with offsets -> pieces.
 
-`split_words` cuts raw text the way CoNLL data is tokenised: on whitespace, and every
-punctuation character is a word of its own ("Paris." -> "Paris", "."). `WordTokenizer` turns
+`split_words` cuts raw text by one of two word conventions (`WORD_CONVENTIONS`; which one a
+tagger serves is decided from its training data: `albert_tf.data.word_convention`):
+"punctuation", the way CoNLL data is tokenised: on whitespace, and every punctuation character
+is a word of its own ("Paris." -> "Paris", "."); "whitespace": on whitespace only ("U.S." and
+"e-mail" stay words). `WordTokenizer` turns
 each word, on its own, into SentencePiece ids with ALBERT's `TextTokenizer` (the same
 normalisation and model as the rest of the package), giving every word at least one id.
 Training (`albert_tf.text.word_windows`, run eagerly) and serving
@@ -22,10 +25,16 @@ import tensorflow_text as tft
 WHITESPACE_PATTERN = r"[\t-\r\x{1c}-\x{20}\x{85}\p{Z}]"
 # BERT's `_is_punctuation`: every non-alphanumeric printable ASCII character, and Unicode P*.
 PUNCTUATION_PATTERN = r"[!-/:-@\[-`{-~]|\pP"
+# convention -> (regex of the separators, regex of the separators kept as words).
+WORD_CONVENTIONS = {
+    "whitespace": (f"{WHITESPACE_PATTERN}+", ""),
+    "punctuation": (f"{WHITESPACE_PATTERN}+|{PUNCTUATION_PATTERN}", PUNCTUATION_PATTERN),
+}
 
 
-def split_words(texts):
-    """Splits tf.string [B] on whitespace; each punctuation character becomes its own word.
+def split_words(texts, convention="punctuation"):
+    """Splits tf.string [B] on whitespace; with the "punctuation" convention (see
+    `WORD_CONVENTIONS`) each punctuation character also becomes its own word.
 
     Returns a dict of RaggedTensors [B, (words)]: `words` (tf.string), `start` and `end` (int64
     CHARACTER offsets, i.e. Unicode code points, end exclusive, so that in Python
@@ -39,11 +48,15 @@ def split_words(texts):
     ([[0, 4, 6, 10], []], [[4, 5, 10, 11], []])
     >>> out["byte_start"].to_list()[0]
     [0, 5, 7, 11]
+    >>> split_words(tf.constant(["U.S. e-mail"]), "whitespace")["words"].to_list()
+    [[b'U.S.', b'e-mail']]
     """
+    if convention not in WORD_CONVENTIONS:
+        raise ValueError(
+            f"convention must be one of {', '.join(WORD_CONVENTIONS)}, got {convention!r}"
+        )
     texts = tf.convert_to_tensor(texts, tf.string)
-    words, byte_start, byte_end = tft.regex_split_with_offsets(
-        texts, f"{WHITESPACE_PATTERN}+|{PUNCTUATION_PATTERN}", PUNCTUATION_PATTERN
-    )
+    words, byte_start, byte_end = tft.regex_split_with_offsets(texts, *WORD_CONVENTIONS[convention])
     byte_start, byte_end = tf.cast(byte_start, tf.int64), tf.cast(byte_end, tf.int64)
     return {
         "words": words,

@@ -53,6 +53,21 @@ def whitespace_class():
 
 
 @functools.lru_cache(maxsize=None)
+def punctuation_table():
+    """bool [last punctuation codepoint + 1]: whether each codepoint is punctuation as
+    `graph_words.PUNCTUATION_PATTERN` defines it (printable ASCII that is not a letter or a
+    digit, and Unicode P*): the LiteRT word split's lookup table."""
+    ascii_symbols = set(range(33, 48)) | set(range(58, 65)) | set(range(91, 97))
+    ascii_symbols |= set(range(123, 127))
+    marks = [
+        ord(c) for c in _all_chars() if ord(c) in ascii_symbols or unicodedata.category(c)[0] == "P"
+    ]
+    table = np.zeros([max(marks) + 1], bool)
+    table[marks] = True
+    return table
+
+
+@functools.lru_cache(maxsize=None)
 def digit_class():
     """Characters for which `str.isdigit()` is true, as an RE2 class (the digit-comma rule's
     test)."""

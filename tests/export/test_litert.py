@@ -6,6 +6,7 @@ import inspect
 import json
 import logging
 import os
+import random
 import warnings
 
 import numpy as np
@@ -217,25 +218,120 @@ def test_quiet_hides_tensorflow_noise_and_nothing_else(capfd, caplog, monkeypatc
     assert tf_logger.level == before
 
 
-def test_token_classifier_matches_tensorflow(litert_task, tmp_path):
+@pytest.fixture(scope="module")
+def tagger(litert_task):
     from albert_tf.config import AlbertConfig
     from albert_tf.models.backbone import AlbertModel
     from albert_tf.models.token_classifier import AlbertTokenClassifier
 
+    random.seed(11)  # Keras's unseeded initializers draw from Python's `random` (conftest)
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000, num_hidden_layers=1)
-    model = AlbertTokenClassifier(AlbertModel(config), labels=["O", "B-X", "I-X"])
+    return AlbertTokenClassifier(AlbertModel(config), labels=["O", "B-X", "I-X"])
+
+
+# Raw text split by the punctuation convention: tokens holding punctuation, a non-breaking and
+# an ideographic space (multi-byte whitespace), CJK, an empty text, a text past one window.
+TAGGED_TEXTS = [
+    "Ann lives in Köln.",
+    "a\u00a0b 東京「x」\u3000y U.S. e-mail: CTRL-W,z",
+    "",
+    "word " * 20,
+]
+
+
+def test_token_classifier_matches_tensorflow(litert_task, tagger, tmp_path):
+    from albert_tf.text.graph_words import split_words
+
     pre = litert_task.preprocessor
     path = str(tmp_path / "tagger.tflite")
-    litert.export_litert(model, pre, path)
-    texts = ["Ann lives in Köln .", "", "word " * 20]
-    expected = litert.serving_function(model, pre)(tf.constant(texts))
+    litert.export_litert(tagger, pre, path, word_convention="punctuation")
+    texts = TAGGED_TEXTS
+    expected = litert.serving_function(tagger, pre, word_convention="punctuation")(
+        tf.constant(texts)
+    )
     got = litert.interpreter(path).get_signature_runner()(
         text=np.array([t.encode() for t in texts], object)
     )
-    # Every word of a short text is tagged; a long text keeps the words of one window.
-    assert got["num_words"].tolist() == [5, 0, 7]
+    # Every word of a short text is tagged; a long text keeps the words of one window. The
+    # words are the SavedModel's (split_words), at the same UTF-8 byte offsets.
+    assert got["num_words"].tolist() == [5, 8, 0, 7]
     np.testing.assert_allclose(got["probabilities"], expected["probabilities"], atol=1e-5)
-    np.testing.assert_array_equal(got["tag_id"], expected["tag_id"])
+    for key in ("tag_id", "word_start", "word_end"):
+        np.testing.assert_array_equal(got[key], expected[key].numpy())
+    words = split_words(tf.constant(texts), "punctuation")
+    for i, n in enumerate(got["num_words"]):
+        assert got["word_start"][i, :n].tolist() == words["byte_start"][i].numpy()[:n].tolist()
+        assert got["word_end"][i, :n].tolist() == words["byte_end"][i].numpy()[:n].tolist()
+        assert (got["word_start"][i, n:] == -1).all()
+    # Beyond one window too, and with the whitespace convention (the default): the SavedModel's
+    # words at its offsets.
+    lite = litert.LiteTextInputs(pre)
+    for convention in ("punctuation", "whitespace"):
+        flat, splits, starts, ends = lite.words(tf.constant(texts), convention)
+        words = split_words(tf.constant(texts), convention)
+        assert splits.numpy().tolist() == words["words"].row_splits.numpy().tolist()
+        assert flat.numpy().tolist() == words["words"].flat_values.numpy().tolist()
+        assert starts.numpy().tolist() == words["byte_start"].flat_values.numpy().tolist()
+        assert ends.numpy().tolist() == words["byte_end"].flat_values.numpy().tolist()
+
+
+def test_tagger_report_agrees_with_the_runners_dev_predictions(litert_task, tagger, caplog):
+    """The report's agreement with the runner's dev tags (`text_spec` header, no conversion):
+    tokens that hold punctuation disagree under the punctuation convention (WARNING), not
+    under whitespace; the runner's tags are the training path's."""
+    from albert_tf.text.word_windows import WordWindows, word_logits
+
+    pre = litert_task.preprocessor
+    dev = [
+        ["U.S.", "won", "1-0"],
+        ["Ann", "lives", "in", "Köln", "."],
+        ["call", "f(x)"],
+    ]
+    windows = WordWindows.build(dev, pre, pre.max_seq_length)
+    per_word = word_logits(windows, tagger.predict(windows.inputs, verbose=0))
+    predicted = [[tagger.labels[t] for t in logits.argmax(-1)] for logits in per_word]
+    gold = [["O"] * len(words) for words in dev]
+    gold[1][3] = "B-X"
+
+    def texts(split, limit):
+        return litert.sentence_columns(dev, None, limit)
+
+    spec = litert.text_spec(
+        tagger,
+        pre,
+        texts,
+        "token_classification",
+        "ner",
+        word_convention="punctuation",
+        dev_reference=(dev, predicted, gold),
+    )
+    report = dict(spec.header(spec.reference(spec.inputs)), variants={})
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    agreement = report["agreement_with_dev_predictions"]
+    assert report["word_convention"] == "punctuation" and agreement["dev_words"] == 10
+    assert agreement["raw_text"]["same_words"] == 7 / 10  # 'U.S.', '1-0', 'f(x)' are cut
+    assert agreement["raw_text"]["untagged"] == 0.0  # every sentence fits in the window
+    assert agreement["raw_text"]["word_agreement"] <= 7 / 10
+    assert warned == agreement["warnings"] and len(warned) == 1
+    assert warned[0].startswith("LiteRT tags of raw text agree with the runner's dev predictions")
+    assert "tokens such as 'U.S.', '1-0', 'f(x)'" in warned[0]
+    assert "export with --word_split=whitespace" in warned[0]
+    assert "WARNING: LiteRT tags" in litert.format_report(report)
+    # Whitespace: the same words as the runner's, the same tags.
+    caplog.clear()
+    columns = spec.inputs
+    fn = litert.serving_function(tagger, pre, word_convention="whitespace")
+    reference = litert.reference_outputs(fn, pre, columns)
+    agreement = litert.dev_tagger_agreement(
+        reference, columns["text"], (dev, predicted, gold), tagger.labels, "whitespace"
+    )
+    assert agreement["raw_text"]["word_agreement"] == 1.0 and agreement["warnings"] == []
+    assert agreement["raw_text"]["f1"] == agreement["runner"]["f1"]
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+    report.update(word_convention="whitespace", agreement_with_dev_predictions=agreement)
+    assert "words (whitespace) vs the runner's dev predictions: agreement 1.0000 on 10 words" in (
+        litert.format_report(report)
+    )
 
 
 def test_script_reports_a_bad_model_dir_in_one_line(tmp_path):

@@ -119,15 +119,51 @@ def test_fit_evaluate_predict_export(finished_run, conll_files):
     assert info["task"]["spm_model_file"] == "spm.model" and (out / "spm.model").exists()
     assert info["task"]["kind"] == "token_classification"
     assert info["task"]["labels"][0] == "O" and "B-ARG" in info["task"]["labels"]
+    # the words were split as the export splits raw text: the punctuation convention, recorded
+    words = info["task"]["word_convention"]
+    assert (words["convention"], words["chosen_by"]) == ("punctuation", "training data")
+    assert words["punctuation_reproduces"] == 1.0 and words["words"] > 1000
+    assert "word convention: punctuation (training data; the punctuation split reproduces " in (
+        result.stderr
+    )
     assert os.listdir(serving) == ["1"]
-    # the same output exported again from its files, in its own process: version 2
+    # the served tags against the runner's dev predictions: the same words, the same tags
+    agreement = info["export_agreement"]
+    assert (
+        agreement["dev_words"] == len(dev_words) and agreement["word_convention"] == "punctuation"
+    )
+    assert agreement["raw_text"]["same_words"] == 1.0
+    assert agreement["words_signature"]["word_agreement"] >= 0.99
+    assert agreement["raw_text"]["word_agreement"] >= 0.99
+    assert abs(agreement["runner"]["f1"] - results["best"]["value"]) < 1e-9  # the chosen model
+    assert agreement["warnings"] == [] and not [w for w in info["warnings"] if "agree" in w]
+    first = json.load(open(serving / "1" / "assets.extra" / "albert_tf.json"))
+    assert first["word_convention"] == "punctuation"
+    assert first["agreement_with_dev_predictions"] == agreement
+    # the same output exported again from its files, in its own process: version 2, overriding
+    # the word convention (a WARNING: the training data splits punctuation off), measured again
+    # against dev_predictions.txt (the same words: tokens joined by spaces)
     again = script(
-        "export_saved_model.py", [f"--model_dir={out}", f"--export_dir={serving}", "--warmup=false"]
+        "export_saved_model.py",
+        [
+            f"--model_dir={out}",
+            f"--export_dir={serving}",
+            "--warmup=false",
+            "--word_split=whitespace",
+        ],
     )
     assert again.returncode == 0, again.stderr[-4000:]
     assert again.stdout.strip().endswith(os.path.join(str(serving), "2"))
+    assert "--word_split=whitespace contradicts the training data" in again.stderr
     described = json.load(open(serving / "2" / "assets.extra" / "albert_tf.json"))
     assert described["kind"] == "token_classifier" and described["stride"] == 8
+    assert described["word_convention"] == "whitespace"
+    measured = described["agreement_with_dev_predictions"]
+    assert json.loads(again.stdout.strip().splitlines()[-2]) == {
+        "agreement_with_dev_predictions": measured
+    }
+    assert measured["raw_text"]["same_words"] == 1.0
+    assert measured["words_signature"]["word_agreement"] >= 0.99
 
 
 def _one_line_error(result, *fragments):

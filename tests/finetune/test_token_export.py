@@ -1,7 +1,10 @@
 """Token-classification export: words and offsets, IOB2 chunking, and the raw-text SavedModel
-loaded in a fresh process, compared with the training path (WordWindows + model)."""
+loaded in a fresh process (serving_default and the `words` signature), compared with the
+training path (WordWindows + model); the word convention a task records and serves, and the
+served tags' agreement with the runner's dev predictions."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -11,7 +14,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.export.token_classifier_serving import export_token_classifier, iob2_chunks
+from albert_tf.data import word_convention
+from albert_tf.export.token_classifier_serving import (
+    export_token_classifier,
+    iob2_chunks,
+    token_classifier_spec,
+)
 from albert_tf.text.graph_words import split_words
 from albert_tf.text.word_windows import WordWindows, word_logits
 
@@ -25,6 +33,9 @@ TEXTS = [
     " \t ",
     LONG,
 ]
+# The `words` signature's rows: the texts' words, a row of three windows, an empty row.
+WORD_ROWS = [[w for w, _, _ in word_convention.split(t, "punctuation")] for t in TEXTS[:2]]
+WORD_ROWS += [LONG.split(), []]
 
 FRESH_PROCESS = textwrap.dedent("""
     import json, sys
@@ -39,12 +50,24 @@ FRESH_PROCESS = textwrap.dedent("""
                 for k, v in outputs.items()}
 
     empty = serve(text=tf.constant([], tf.string))
+    rows = json.loads(sys.argv[3])
+    width = max(len(row) for row in rows) + 2
+    padded = [row + ["padding"] * (width - len(row)) for row in rows]  # ignored past num_words
+    by_words = model.signatures["words"](
+        words=tf.constant(padded), num_words=tf.constant([len(row) for row in rows], tf.int64))
+    try:
+        model.signatures["words"](words=tf.constant([["a"]]), num_words=tf.constant([2], tf.int64))
+        too_many = None
+    except tf.errors.InvalidArgumentError as e:
+        too_many = [line for line in e.message.splitlines() if "num_words" in line]
     ids = model.signatures["predict_ids"](
         input_word_ids=tf.constant([[2, 10, 11, 3]]), input_mask=tf.constant([[1, 1, 1, 1]]),
         input_type_ids=tf.constant([[0, 0, 0, 0]]))
     print(json.dumps({
         "signatures": sorted(model.signatures),
         "served": plain(serve(text=tf.constant(json.loads(sys.argv[2])))),
+        "words": plain(by_words),
+        "too_many": too_many,
         "empty_shapes": {k: v.shape.as_list() for k, v in empty.items()},
         "ids": plain(ids),
         "imported_albert_tf": any(m.startswith("albert_tf") for m in sys.modules),
@@ -145,15 +168,36 @@ def tagger(spm_model_file):
     return model, preprocessor
 
 
+# Dev sentences whose tokens hold punctuation ("U.S.", "1-0", "Paris,"), and their gold tags.
+DEV = [
+    ["The", "U.S.", "team", "won", "1-0", "in", "Paris", "."],
+    ["Ann", "Smith", "lives", "in", "Köln", "."],
+    LONG.split(),
+]
+GOLD = [
+    ["O", "B-LOC", "O", "O", "O", "O", "B-LOC", "O"],
+    ["B-PER", "I-PER", "O", "O", "B-LOC", "O"],
+    ["O"] * len(LONG.split()),
+]
+
+
 @pytest.fixture(scope="module")
 def served(tagger, tmp_path_factory):
+    """The export (punctuation convention; measured against the training path's tags of DEV,
+    standing in for the runner's dev predictions), run in a fresh process."""
     model, preprocessor = tagger
     base = str(tmp_path_factory.mktemp("ner") / "tagger")
+    predicted = _training_tags(model, preprocessor, DEV)[0]
     path = export_token_classifier(
-        model, preprocessor, base, max_seq_length=SEQ_LENGTH, stride=STRIDE
+        model,
+        preprocessor,
+        base,
+        max_seq_length=SEQ_LENGTH,
+        stride=STRIDE,
+        dev_reference=(DEV, predicted, GOLD),
     )
     result = subprocess.run(
-        [sys.executable, "-c", FRESH_PROCESS, path, json.dumps(TEXTS)],
+        [sys.executable, "-c", FRESH_PROCESS, path, json.dumps(TEXTS), json.dumps(WORD_ROWS)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -166,7 +210,7 @@ def served(tagger, tmp_path_factory):
 def test_fresh_process_signatures_and_words(served):
     path, out = served
     assert path.endswith(os.sep + "1")
-    assert out["signatures"] == ["predict_ids", "serving_default"]
+    assert out["signatures"] == ["predict_ids", "serving_default", "words"]
     assert not out["imported_albert_tf"]
     result = out["served"]
     assert result["num_words"] == [6, 11, 0, 0, 42]
@@ -204,6 +248,46 @@ def test_fresh_process_tags_equal_the_training_path(served, tagger):
         np.testing.assert_allclose(result["word_score"][i][:n], probabilities.max(-1), atol=1e-5)
     tags = [t for i, row in enumerate(result["word_tags"]) for t in row[: result["num_words"][i]]]
     assert {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"} <= set(tags)  # a real mix of tags
+
+
+def _training_tags(model, preprocessor, sentences):
+    """(tags, top probabilities, windows) of the training path (WordWindows + model)."""
+    windows = WordWindows.build(sentences, preprocessor, SEQ_LENGTH, STRIDE)
+    per_word = word_logits(windows, model.predict(windows.inputs, verbose=0))
+    probabilities = [tf.nn.softmax(logits).numpy() for logits in per_word]
+    return [[LABELS[t] for t in p.argmax(-1)] for p in probabilities], probabilities, windows
+
+
+def test_fresh_process_words_signature_tags_the_given_words(served, tagger):
+    out = served[1]
+    result = out["words"]
+    tags, probabilities, windows = _training_tags(*tagger, WORD_ROWS)
+    assert np.sum(windows.window_sentence == 2) >= 3  # row 2 needs 3+ windows: none cut
+    width = max(len(row) for row in WORD_ROWS) + 2
+    for i, row in enumerate(WORD_ROWS):
+        n = len(row)
+        assert result["word_tags"][i] == tags[i] + [""] * (width - n)
+        assert result["word_tag_id"][i] == [LABELS.index(t) for t in tags[i]] + [-1] * (width - n)
+        np.testing.assert_allclose(result["word_score"][i][:n], probabilities[i].max(-1), atol=1e-5)
+        assert result["word_score"][i][n:] == [0.0] * (width - n)
+        count = result["num_entities"][i]
+        entities = list(
+            zip(
+                result["entity_type"][i][:count],
+                result["entity_word_start"][i][:count],
+                result["entity_word_end"][i][:count],
+            )
+        )
+        assert entities == reference_chunks(tags[i])
+        assert all(v == -1 for v in result["entity_word_start"][i][count:])
+    # The words serving_default splits the first texts into: the same tags.
+    for i in (0, 1):
+        n = out["served"]["num_words"][i]
+        assert result["word_tags"][i][:n] == out["served"]["word_tags"][i][:n]
+    assert result["num_entities"][3] == 0 and sum(result["num_entities"]) > 3
+    assert len(out["too_many"]) == 1
+    assert "[num_words exceeds the width W of words [B, W]]" in out["too_many"][0]
+    assert "[x (num_words:0) = ] [2]" in out["too_many"][0]
 
 
 def test_fresh_process_entities_follow_the_tags(served):
@@ -250,6 +334,9 @@ def test_predict_ids_and_description(served, tagger):
     description = json.load(open(os.path.join(path, "assets.extra", "albert_tf.json")))
     assert description["kind"] == "token_classifier" and description["labels"] == LABELS
     assert (description["seq_length"], description["stride"]) == (SEQ_LENGTH, STRIDE)
+    assert description["signatures"] == ["serving_default", "words", "predict_ids"]
+    assert description["word_convention"] == "punctuation"
+    assert description["words"] == "whitespace and single punctuation characters"
     if warmup.serving_api_available():
         assert len(warmup.read_warmup_requests(path)) == 2
 
@@ -271,7 +358,9 @@ def test_bfloat16_export_tags_close_to_float32(served, tagger, tmp_path):
         model, preprocessor, str(tmp_path), SEQ_LENGTH, STRIDE, compute_dtype="bfloat16"
     )
     with open(os.path.join(path, "assets.extra", "albert_tf.json")) as f:
-        assert json.load(f)["compute_dtype"] == "bfloat16"
+        description = json.load(f)
+    assert description["compute_dtype"] == "bfloat16"
+    assert "agreement_with_dev_predictions" not in description  # no dev predictions given
     result = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
     expected = served[1]["served"]
     scores = result["word_score"].numpy()
@@ -280,3 +369,93 @@ def test_bfloat16_export_tags_close_to_float32(served, tagger, tmp_path):
     same = [a == b for row, ref in zip(tags, expected["word_tags"]) for a, b in zip(row, ref)]
     assert np.mean(same) >= 0.9
     assert 0.0 < np.abs(scores - np.array(expected["word_score"])).max() < 0.05
+
+
+def test_agreement_with_the_runners_dev_predictions(served, tagger, caplog):
+    """The punctuation export of `served` splits 'U.S.', '1-0' and the long text's 'Paris,',
+    'Berlin.' (3 times each): those words disagree, with a WARNING; the words signature and a
+    whitespace export (its spec: measured without writing it) agree with the runner."""
+    with open(os.path.join(served[0], "assets.extra", "albert_tf.json")) as f:
+        punctuation = json.load(f)["agreement_with_dev_predictions"]
+    words = sum(len(s) for s in DEV)
+    assert punctuation["dev_words"] == words and punctuation["sentences"] == 3
+    assert punctuation["raw_text"]["same_words"] == (words - 2 - 6) / words
+    assert punctuation["raw_text"]["word_agreement"] <= punctuation["raw_text"]["same_words"]
+    assert punctuation["words_signature"]["word_agreement"] == 1.0
+    assert punctuation["words_signature"]["f1"] == punctuation["runner"]["f1"]
+    (warning,) = punctuation["warnings"]
+    assert warning.startswith("served tags of raw text agree with the runner's dev predictions on ")
+    assert "the served word split (punctuation) differs from the training data's on 16.0%" in (
+        warning
+    )
+    assert "tokens such as 'Paris,', 'Berlin.', 'U.S.' are not served as one word" in warning
+    assert "send pre-split words to the `words` signature or export with --word_split" in warning
+    model, preprocessor = tagger
+    predicted = _training_tags(model, preprocessor, DEV)[0]
+    spec = token_classifier_spec(
+        model,
+        preprocessor,
+        SEQ_LENGTH,
+        STRIDE,
+        word_convention="whitespace",
+        dev_reference=(DEV, predicted, GOLD),
+    )
+    whitespace = spec.description["agreement_with_dev_predictions"]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert whitespace["raw_text"] == {
+        "word_agreement": 1.0,
+        "same_words": 1.0,
+        "untagged": 0.0,
+        "f1": whitespace["runner"]["f1"],
+    }
+    assert whitespace["words_signature"]["word_agreement"] == 1.0 and warned == []
+
+
+def test_task_decides_records_and_overrides_the_convention(spm_model_file, tmp_path, caplog):
+    from albert_tf.finetune.tagging import TaggingData, TokenClassificationTask
+
+    caplog.set_level(logging.INFO, logger="absl")
+    train = tmp_path / "train.txt"
+    train.write_text(
+        "".join("".join(f"{w} {t}\n" for w, t in zip(s, g)) + "\n" for s, g in zip(DEV, GOLD)),
+        encoding="utf-8",
+    )
+    task = TokenClassificationTask(TaggingData(train_file=str(train)))
+    task.configure_text(spm_model_file, max_seq_length=SEQ_LENGTH)
+    task.load(["train"])
+    assert task.word_convention == "whitespace"  # 8 of 50 training words hold punctuation
+    assert "word convention: whitespace (training data; the punctuation split reproduces 84.0%" in (
+        caplog.text
+    )
+    description = task.describe()
+    assert description["word_convention"]["convention"] == "whitespace"
+    assert description["word_convention"]["punctuation_reproduces"] == pytest.approx(0.84)
+    # --word_split at training: recorded as given, with a WARNING naming the measured rate.
+    caplog.clear()
+    forced = TokenClassificationTask(TaggingData(train_file=str(train), word_split="punctuation"))
+    forced.configure_text(spm_model_file, max_seq_length=SEQ_LENGTH)
+    forced.load(["train"])
+    assert forced.describe()["word_convention"]["chosen_by"] == "--word_split"
+    assert forced.word_convention == "punctuation"
+    assert "--word_split=punctuation contradicts the training data (the punctuation split " in (
+        caplog.text
+    )
+    rebuilt = TokenClassificationTask.from_description(description)
+    assert rebuilt.word_convention == "whitespace"
+    caplog.clear()
+    assert rebuilt.export_word_convention("punctuation") == "punctuation"  # overridden, warned
+    assert "--word_split=punctuation contradicts the training data" in caplog.text
+    # A finetune.json written before the convention was recorded serves what it served.
+    del description["word_convention"]
+    old = TokenClassificationTask.from_description(description)
+    assert old.word_convention == "punctuation" and old.export_word_convention() == "punctuation"
+    assert old.dev_reference() is None  # no run directory: not measured, said in one line
+    # The scripts' --word_split: an export option of taggers only.
+    from albert_tf.finetune.classification import ClassificationData, SentenceClassificationTask
+    from albert_tf.settings import InvalidFlagError
+
+    assert old.word_split_options("whitespace") == {"word_split": "whitespace"}
+    classifier = SentenceClassificationTask(ClassificationData(task_name="cola"))
+    assert classifier.word_split_options() == {}
+    with pytest.raises(InvalidFlagError, match="--word_split applies to a token classification"):
+        classifier.word_split_options("whitespace")

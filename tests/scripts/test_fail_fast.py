@@ -18,6 +18,7 @@ DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "without_tenso
 SECONDS = 2.0
 TYPO = (["--bogus_flag=1"], "Unknown command line flag 'bogus_flag'")
 FINETUNE = ["--output_dir={out}", "--preset=albert_tiny"]
+WORD_SPLIT = "--word_split=bogus: value should be one of <auto|whitespace|punctuation>"
 
 # script -> [(command line, what its error line says)]; {missing} is a path that does not exist,
 # {present} a file that does, {out} an output directory (never written).
@@ -38,6 +39,7 @@ CASES = {
     "run_token_classifier.py": [
         TYPO,
         ([*FINETUNE, "--dev_file={missing}"], "--dev_file='{missing}': not found"),
+        ([*FINETUNE, "--word_split=bogus"], WORD_SPLIT),
     ],
     "run_squad.py": [
         TYPO,
@@ -85,10 +87,12 @@ CASES = {
             ["--model_dir={missing}", "--export_dir={out}"],
             "--model_dir='{missing}': not found",
         ),
+        (["--model_dir={out}", "--export_dir={out}", "--word_split=bogus"], WORD_SPLIT),
     ],
     "export_litert.py": [
         TYPO,
         (["--model_dir={missing}", "--output_dir={out}"], "--model_dir='{missing}': not found"),
+        (["--model_dir={out}", "--output_dir={out}", "--word_split=bogus"], WORD_SPLIT),
     ],
     "convert_checkpoint.py": [
         TYPO,

@@ -772,7 +772,7 @@ def dev_tagger_agreement(reference, texts, dev_reference, labels, convention):
 
     from albert_tf.export.token_classifier_serving import dev_agreement
 
-    words, predicted, gold = dev_reference
+    words, predicted, gold = dev_reference.words, dev_reference.predicted, dev_reference.gold
     tags = np.asarray(reference["probabilities"]).argmax(-1)
     text_words, at = [], 0
     for text, count in zip(texts, reference["num_words"]):
@@ -789,7 +789,15 @@ def dev_tagger_agreement(reference, texts, dev_reference, labels, convention):
         text_words.append([(char(s), char(e), labels[t]) for s, e, t in spans])
         at += count
     return dev_agreement(
-        words, predicted, gold, labels, text_words, None, convention, served="LiteRT"
+        words,
+        predicted,
+        gold,
+        labels,
+        text_words,
+        None,
+        convention,
+        served="LiteRT",
+        runner_precision=dev_reference.precision,
     )
 
 

@@ -416,10 +416,16 @@ def token_classifier_spec(
         "entity_score": "mean over the entity's words of the top tag probability",
     }
     if dev_reference is not None:
-        dev_words, predicted, gold = dev_reference
-        text_words, word_tags = served_dev_outputs(text_fn, words_fn, dev_words)
+        text_words, word_tags = served_dev_outputs(text_fn, words_fn, dev_reference.words)
         description["agreement_with_dev_predictions"] = dev_agreement(
-            dev_words, predicted, gold, labels, text_words, word_tags, word_convention
+            dev_reference.words,
+            dev_reference.predicted,
+            dev_reference.gold,
+            labels,
+            text_words,
+            word_tags,
+            word_convention,
+            runner_precision=dev_reference.precision,
         )
     return SavedModelSpec(
         (served, words.text_tokenizer), endpoints, description, saved_model.warmup_batches(False)
@@ -479,6 +485,12 @@ def _tag_scores(gold, predicted, labels):
     return {"token_accuracy": correct / max(sum(len(gs) for gs in gold), 1)}
 
 
+class DevReference(collections.namedtuple("DevReference", "words predicted gold precision")):
+    """What an export's tags are measured against: per dev sentence its words, the runner's
+    predicted tags and the gold tags (None: unlabelled), and the precision the runner computed
+    its predictions in (None: not recorded)."""
+
+
 def dev_agreement(
     words,
     predicted,
@@ -489,6 +501,7 @@ def dev_agreement(
     convention="punctuation",
     min_agreement=MIN_AGREEMENT,
     served="served",
+    runner_precision=None,
 ):
     """How the served tags follow the runner's dev predictions (see the module docstring).
 
@@ -502,6 +515,8 @@ def dev_agreement(
         convention: the raw-text path's word convention (for the warning).
         min_agreement: below it, a WARNING naming the cause.
         served: what is measured, for the log and the warnings.
+        runner_precision: the precision of the runner's predictions (recorded as
+            "runner_precision"; the served tags are float32 or bfloat16, as the export says).
 
     Returns {"sentences", "dev_words", "word_convention", "raw_text": {"word_agreement" (dev
     words served with the same span and tag), "same_words" (with the same span), "untagged"
@@ -532,6 +547,7 @@ def dev_agreement(
         "sentences": count,
         "dev_words": total,
         "word_convention": convention,
+        "runner_precision": runner_precision,
         "raw_text": {
             "word_agreement": text_agree / max(total, 1),
             "same_words": same_span / max(total, 1),
@@ -596,6 +612,7 @@ def _agreement_warnings(result, cut, convention, min_agreement, served, words_si
         warnings.append(
             f"{served} `words` signature agrees with the runner's dev predictions on "
             f"{by_words['word_agreement']:.1%} of {total} dev words, below {min_agreement:.0%} "
-            "(the same words: a precision or window difference)"
+            "(the same words: a precision or window difference; the runner's predictions "
+            f"were computed in {result.get('runner_precision') or 'a precision not recorded'})"
         )
     return warnings

@@ -40,6 +40,22 @@ from albert_tf.text.word_windows import WordWindows, window_labels, window_sizes
 PREDICTIONS_FILE = "{split}_predictions.txt"
 
 
+def _results_precision(run_dir):
+    """The precision a run's dev scores and predictions were computed in (eval_results.json's
+    "precision"), or None (not recorded: an older run)."""
+    import tensorflow as tf
+
+    from albert_tf.finetune.runner import RESULTS_FILE
+
+    path = os.path.join(run_dir or "", RESULTS_FILE)
+    if not run_dir or not tf.io.gfile.exists(path):
+        return None
+    try:
+        return files.read_json(path).get("precision")
+    except ValueError:
+        return None
+
+
 def _has_entities(labels):
     return any(label[:2] in ("B-", "I-") for label in labels)
 
@@ -69,6 +85,7 @@ class TokenClassificationTask(FinetuneTask):
         # training words when they are read, or read from finetune.json.
         self.word_decision = None
         self.dev_predictions = None  # the runner's dev tags (`write_predictions`)
+        self.dev_predictions_dir = None  # where they were written
         self.run_dir = None  # the output directory a rebuilt task was described in
 
     # ------------------------------------------------------------------ description
@@ -280,6 +297,7 @@ class TokenClassificationTask(FinetuneTask):
         files.write_atomic(path, "\n".join(lines) + "\n")
         if split == "dev":  # what the export is measured against
             self.dev_predictions = [list(tags) for tags in predictions["tags"]]
+            self.dev_predictions_dir = output_dir
         gold = sentences.tags
         header = ["sentence", "word"] + (["label"] if gold is not None else []) + ["prediction"]
         rows = [
@@ -320,14 +338,15 @@ class TokenClassificationTask(FinetuneTask):
         return self.sentences[split]
 
     def dev_reference(self, limit=None):
-        """(words, the runner's predicted tags, gold tags or None) of the first `limit` dev
+        """The `token_classifier_serving.DevReference` (words, the runner's predicted tags,
+        gold tags or None, the precision the runner computed them in) of the first `limit` dev
         sentences (default `token_classifier_serving.AGREEMENT_SENTENCES`), which the export's
         agreement is measured on; None (said in one log line) when the runner's dev
         predictions are not known: neither written by this task nor in the output directory
         of a rebuilt one (dev_predictions.txt), or the dev file is gone or differs."""
         import tensorflow as tf
 
-        from albert_tf.export.token_classifier_serving import AGREEMENT_SENTENCES
+        from albert_tf.export.token_classifier_serving import AGREEMENT_SENTENCES, DevReference
 
         limit = limit or AGREEMENT_SENTENCES
         predicted = self.dev_predictions
@@ -359,7 +378,8 @@ class TokenClassificationTask(FinetuneTask):
             )
             return None
         gold = None if dev.tags is None else dev.tags[:limit]
-        return dev.words[:limit], predicted[:limit], gold
+        precision = _results_precision(self.run_dir or self.dev_predictions_dir)
+        return DevReference(dev.words[:limit], predicted[:limit], gold, precision)
 
     def serving_spec(self, model, max_seq_length=None):
         """The model's `ServingSpec`: its SavedModel

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.export import litert, saved_model
+from albert_tf.export.token_classifier_serving import DevReference
 
 pytest.importorskip("ai_edge_litert")
 
@@ -303,12 +304,13 @@ def test_tagger_report_agrees_with_the_runners_dev_predictions(litert_task, tagg
         "token_classification",
         "ner",
         word_convention="punctuation",
-        dev_reference=(dev, predicted, gold),
+        dev_reference=DevReference(dev, predicted, gold, "mixed_bfloat16"),
     )
     report = dict(spec.header(spec.reference(spec.inputs)), variants={})
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     agreement = report["agreement_with_dev_predictions"]
     assert report["word_convention"] == "punctuation" and agreement["dev_words"] == 10
+    assert agreement["runner_precision"] == "mixed_bfloat16"  # what the runner computed in
     assert agreement["raw_text"]["same_words"] == 7 / 10  # 'U.S.', '1-0', 'f(x)' are cut
     assert agreement["raw_text"]["untagged"] == 0.0  # every sentence fits in the window
     assert agreement["raw_text"]["word_agreement"] <= 7 / 10
@@ -323,7 +325,11 @@ def test_tagger_report_agrees_with_the_runners_dev_predictions(litert_task, tagg
     fn = litert.serving_function(tagger, pre, word_convention="whitespace")
     reference = litert.reference_outputs(fn, pre, columns)
     agreement = litert.dev_tagger_agreement(
-        reference, columns["text"], (dev, predicted, gold), tagger.labels, "whitespace"
+        reference,
+        columns["text"],
+        DevReference(dev, predicted, gold, None),
+        tagger.labels,
+        "whitespace",
     )
     assert agreement["raw_text"]["word_agreement"] == 1.0 and agreement["warnings"] == []
     assert agreement["raw_text"]["f1"] == agreement["runner"]["f1"]

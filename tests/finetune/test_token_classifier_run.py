@@ -136,6 +136,7 @@ def test_fit_evaluate_predict_export(finished_run, conll_files):
     assert agreement["words_signature"]["word_agreement"] >= 0.99
     assert agreement["raw_text"]["word_agreement"] >= 0.99
     assert abs(agreement["runner"]["f1"] - results["best"]["value"]) < 1e-9  # the chosen model
+    assert agreement["runner_precision"] == results["precision"] == info["params"]["precision"]
     assert agreement["warnings"] == [] and not [w for w in info["warnings"] if "agree" in w]
     first = json.load(open(serving / "1" / "assets.extra" / "albert_tf.json"))
     assert first["word_convention"] == "punctuation"

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from albert_tf.data import word_convention
 from albert_tf.export.token_classifier_serving import (
+    DevReference,
     export_token_classifier,
     iob2_chunks,
     token_classifier_spec,
@@ -194,7 +195,7 @@ def served(tagger, tmp_path_factory):
         base,
         max_seq_length=SEQ_LENGTH,
         stride=STRIDE,
-        dev_reference=(DEV, predicted, GOLD),
+        dev_reference=DevReference(DEV, predicted, GOLD, "float32"),
     )
     result = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS, path, json.dumps(TEXTS), json.dumps(WORD_ROWS)],
@@ -398,7 +399,7 @@ def test_agreement_with_the_runners_dev_predictions(served, tagger, caplog):
         SEQ_LENGTH,
         STRIDE,
         word_convention="whitespace",
-        dev_reference=(DEV, predicted, GOLD),
+        dev_reference=DevReference(DEV, predicted, GOLD, "float32"),
     )
     whitespace = spec.description["agreement_with_dev_predictions"]
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -30,6 +30,8 @@ logs one line.
 
 import dataclasses
 
+from albert_tf.errors import UserError
+
 PRECISIONS = ("auto", "float32", "mixed_bfloat16")
 # With mixed_float16: the choices of a loop with dynamic loss scaling (`float16=True`).
 FLOAT16_PRECISIONS = PRECISIONS + ("mixed_float16",)
@@ -39,6 +41,11 @@ DEVICES = ("CPU", "GPU", "TPU")
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 MIN_BF16_GPU_CAPABILITY = (8, 0)  # Ampere and later
 MIN_FP16_GPU_CAPABILITY = (7, 0)  # Volta and Turing: float16 tensor cores
+
+
+class PrecisionError(UserError, ValueError):
+    """A precision this device (or this training loop) cannot run: one line naming the device
+    and the choices."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,12 +102,22 @@ def choose(
     caller scales the loss, so mixed_float16 may be chosen (auto on GPUs of capability 7.x).
     """
     allowed = FLOAT16_PRECISIONS if float16 else PRECISIONS
-    if precision not in allowed:
-        raise ValueError(f"precision={precision!r}: expected one of {', '.join(allowed)}")
     if device not in DEVICES:
         raise ValueError(f"device={device!r}: expected one of {', '.join(DEVICES)}")
+    if precision not in FLOAT16_PRECISIONS:
+        raise PrecisionError(f"precision={precision!r}: expected one of {', '.join(allowed)}")
+    if precision not in allowed:
+        raise PrecisionError(
+            f"precision={precision!r} cannot run here: this training loop does no dynamic loss "
+            f"scaling (keras.Model.fit fine-tuning on a {device}): choose one of "
+            f"{', '.join(allowed)}"
+        )
     if precision == "mixed_float16" and device == "TPU":
-        raise ValueError("precision='mixed_float16' is not for TPUs: use mixed_bfloat16 or auto")
+        choices = ", ".join(p for p in allowed if p != "mixed_float16")
+        raise PrecisionError(
+            f"precision='mixed_float16' cannot run on a TPU (no float16 matmuls): choose one of "
+            f"{choices}"
+        )
     policy, jit, policy_reason, jit_reason = _device_choice(
         device, cpu_flags, gpu_capabilities, float16
     )

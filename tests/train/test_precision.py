@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from albert_tf import precision
 from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserError
 from albert_tf.models.backbone import AlbertModel
 from albert_tf.models.classifier import AlbertClassifier
 
@@ -98,9 +99,14 @@ def test_float16_where_the_loop_scales_the_loss():
         choice = precision.choose("auto", device="GPU", gpu_capabilities=[capability], float16=True)
         assert choice.policy == policy
     assert precision.choose("mixed_float16", device="CPU", float16=True).policy == "mixed_float16"
-    with pytest.raises(ValueError, match="not for TPUs"):
+    with pytest.raises(precision.PrecisionError) as raised:
         precision.choose("mixed_float16", device="TPU", float16=True)
-    with pytest.raises(ValueError, match="expected one of auto, float32, mixed_bfloat16$"):
+    assert str(raised.value) == (
+        "precision='mixed_float16' cannot run on a TPU (no float16 matmuls): choose one of "
+        "auto, float32, mixed_bfloat16"
+    )
+    assert isinstance(raised.value, UserError)  # scripts print it as one line, exit code 1
+    with pytest.raises(ValueError, match="on a GPU.*choose one of auto, float32, mixed_bfloat16$"):
         precision.choose("mixed_float16", device="GPU")  # fit does not scale the loss
 
 

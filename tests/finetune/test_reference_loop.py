@@ -4,8 +4,9 @@ From the same initial weights (the model a `do_train=False` run of the same sett
 on the same batches (`inputs.train_dataset`, the seeded row stream), a loop that computes the
 head, the loss, global-norm clipping, the learning-rate schedule and bias-corrected AdamW by hand
 (the formulas of the original `optimization.py` plus Adam's bias correction, as torch's AdamW and
-Hugging Face's fine-tuning scripts) must reach the weights and the dev score that
-`run_finetuning` reaches. Only the backbone is shared: its forward and backward passes are checked
+Hugging Face's fine-tuning scripts) must reach the weights `run_finetuning` reaches (to 2e-5;
+the loops differ by about 3e-6 after 12 steps, the original's optimizer without bias correction by
+more than 2e-3). Only the backbone is shared: its forward and backward passes are checked
 against Hugging Face and the original elsewhere (tests/convert, tests/model).
 
 These catch a regression in the runner, the heads, the losses or the optimizer even when both
@@ -95,13 +96,17 @@ def plain_finetune(kind, model, batches, settings, bias_correction=True):
     variables = list(model.backbone.trainable_variables) + head[: 1 + trained_bias]
     slots = [(np.zeros(v.shape, np.float32), np.zeros(v.shape, np.float32)) for v in variables]
     losses = []
-    for step, (x, y) in enumerate(batches):
+
+    @tf.function(reduce_retracing=True)
+    def loss_and_gradients(x, y):
         with tf.GradientTape() as tape:
             loss = _loss(kind, model.backbone, head[0], head[1], x, y)
-        gradients = [
-            None if g is None else tf.convert_to_tensor(g).numpy()
-            for g in tape.gradient(loss, variables)
-        ]
+        gradients = tape.gradient(loss, variables)
+        return loss, [None if g is None else tf.convert_to_tensor(g) for g in gradients]
+
+    for step, (x, y) in enumerate(batches):
+        loss, gradients = loss_and_gradients(x, y)
+        gradients = [None if g is None else g.numpy() for g in gradients]
         norm = np.sqrt(
             sum(float(np.sum(g.astype(np.float64) ** 2)) for g in gradients if g is not None)
         )
@@ -128,13 +133,6 @@ def _params(output_dir, spm_model_file, **overrides):
     return FinetuneParams(
         output_dir=str(output_dir), spm_model_file=spm_model_file, **{**SETTINGS, **overrides}
     )
-
-
-def _dev_score(task, model):
-    features = task.features("dev")
-    dataset = inputs.eval_dataset(features, 64, task.input_transform())
-    outputs = model.predict(dataset, verbose=0)
-    return task.evaluate(task.postprocess(outputs, "dev"), "dev")[task.main_metric]
 
 
 def _compare(make_task, tmp_path, spm_model_file, **overrides):
@@ -172,9 +170,6 @@ def _compare(make_task, tmp_path, spm_model_file, **overrides):
             # gradient is rounding noise, which Adam turns into steps (different in each loop).
             continue
         np.testing.assert_allclose(a, b, atol=2e-5, rtol=0, err_msg=name)
-    assert abs(_dev_score(task, plain) - results["best"]["value"]) <= 1e-6 * max(
-        1.0, abs(results["best"]["value"])
-    )
     return library, plain, task, losses, batches, settings
 
 
@@ -185,7 +180,7 @@ def test_classification_equals_the_plain_loop(spm_model_file, tmp_path):
         return SentenceClassificationTask(ClassificationData(task_name="docstring-source"))
 
     library, plain, task, losses, batches, settings = _compare(
-        make_task, tmp_path, spm_model_file, max_seq_length=64
+        make_task, tmp_path, spm_model_file, max_seq_length=32
     )
     # The comparison would see a changed optimizer: without Adam's bias correction (the
     # original's AdamWeightDecay) the same loop ends far from the library's weights.
@@ -208,7 +203,7 @@ def test_token_classification_equals_the_plain_loop(spm_model_file, tmp_path):
         lambda: TokenClassificationTask(TaggingData(task_name="docstring-code", labels=labels)),
         tmp_path,
         spm_model_file,
-        max_seq_length=64,
+        max_seq_length=32,
     )
 
 
@@ -218,8 +213,8 @@ def test_squad_equals_the_plain_loop(spm_model_file, tmp_path):
 
     train, dev = str(tmp_path / "train.json"), str(tmp_path / "dev.json")
     write_docstring_squad(train, dev, max_paragraphs=60)
-    data = dict(train_file=train, predict_file=dev, doc_stride=32, max_query_length=24)
-    _compare(lambda: SquadTask(SquadData(**data)), tmp_path, spm_model_file, max_seq_length=64)
+    data = dict(train_file=train, predict_file=dev, doc_stride=16, max_query_length=16)
+    _compare(lambda: SquadTask(SquadData(**data)), tmp_path, spm_model_file, max_seq_length=48)
 
 
 def test_multiple_choice_equals_the_plain_loop(spm_model_file, tmp_path):
@@ -228,9 +223,9 @@ def test_multiple_choice_equals_the_plain_loop(spm_model_file, tmp_path):
 
     write_docstring_race(str(tmp_path / "race"), max_articles=60)
     _compare(
-        lambda: RaceTask(RaceData(data_dir=str(tmp_path / "race"), max_qa_length=24)),
+        lambda: RaceTask(RaceData(data_dir=str(tmp_path / "race"), max_qa_length=16)),
         tmp_path,
         spm_model_file,
-        max_seq_length=64,
+        max_seq_length=48,
         train_batch_size=8,
     )

@@ -81,10 +81,10 @@ class AlbertClassifier(AlbertHeadModel):
     def head_input(self, backbone_outputs):
         return backbone_outputs["pooled_output"]
 
-    def text_labels(self, y, columns):
+    def text_labels(self, y, columns, options=None):
         if self.is_regression:
             return np.asarray(y, np.float32)
-        return super().text_labels(y, columns)
+        return super().text_labels(y, columns, options)
 
     def encode_text(self, options):
         preprocessor, labels = self.preprocessor, self.labels

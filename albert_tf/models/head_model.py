@@ -534,7 +534,7 @@ class AlbertHeadModel(keras.Model):
         SavedModel export's serving_default."""
         raise NotImplementedError(f"{type(self).__name__} does not take raw text")
 
-    def text_labels(self, y, columns):
+    def text_labels(self, y, columns, options=None):
         """Python labels of raw-text examples -> what tf.data slices (default: an array, label
         names mapped to their ids)."""
         return np.asarray(text_inputs.python_label_ids(list(y), self.labels, type(self).__name__))

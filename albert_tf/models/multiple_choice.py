@@ -158,7 +158,7 @@ class AlbertMultipleChoice(AlbertHeadModel):
             max_qa_length = min(128, (max_seq_length - 3) // 2)
         return max_seq_length, max_qa_length
 
-    def text_labels(self, y, columns):
+    def text_labels(self, y, columns, options=None):
         return np.asarray(python_label_ids(list(y), list(LETTERS), type(self).__name__))
 
     def encode_text(self, options):

@@ -405,7 +405,7 @@ def labelled_dataset(model, x, y, sample_weight, batch_size, shuffle, options, w
         raise ValueError(f"{what}: raw text needs labels y")
     columns = read_columns(x, form, what)
     n = num_rows(columns)
-    labels = model.text_labels(y, columns)
+    labels = model.text_labels(y, columns, options)
     if _length(labels) != n:
         raise ValueError(f"{what}: {n} examples but {_length(labels)} labels")
     parts = [column_tensors(columns), labels]

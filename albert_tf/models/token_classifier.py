@@ -85,8 +85,10 @@ class AlbertTokenClassifier(AlbertHeadModel):
     `TokenAccuracy`.
 
     Raw text (with a preprocessor), as the token-classification task and the entities export
-    see it: a text's words are `albert_tf.text.graph_words.split_words`' (whitespace, and each
-    punctuation character a word of its own), each word tokenized on its own, windows of the
+    see it: a text's words are `albert_tf.text.graph_words.split_words`' under the option
+    `word_split` ("punctuation", the default: whitespace, and each punctuation character a word
+    of its own; "whitespace": whitespace only, for data whose tokens hold punctuation, as the
+    run's recorded `word_convention` says), each word tokenized on its own, windows of the
     preprocessor's max_seq_length `stride` pieces apart (default half a window), each word read in
     the window where it has the most context. `fit` / `evaluate` take texts (a list, an array
     [N], a dict {"text"} or a batched dataset) or lists of words (CoNLL tokens, or a ragged
@@ -104,7 +106,7 @@ class AlbertTokenClassifier(AlbertHeadModel):
         expected="texts of shape [batch] or, for fit / evaluate, lists of words (or a dict "
         "{'text'})",
     )
-    text_options = {"stride": None}
+    text_options = {"stride": None, "word_split": "punctuation"}
 
     def head_input(self, backbone_outputs):
         return backbone_outputs["sequence_output"]
@@ -146,15 +148,16 @@ class AlbertTokenClassifier(AlbertHeadModel):
             cache["word_tokenizer"] = WordTokenizer(self.preprocessor)
         return cache["word_tokenizer"]
 
-    def text_labels(self, y, columns):
+    def text_labels(self, y, columns, options=None):
         from albert_tf.text.graph_words import split_words
 
+        word_split = _word_split(options)
         what = f"{type(self).__name__}: labels"
         texts = columns["text"]
         if len(texts) and isinstance(texts[0], list):
             words = list(texts)
         else:
-            split = split_words(tf.constant(texts))["words"].to_list()
+            split = split_words(tf.constant(texts), word_split)["words"].to_list()
             words = [[w.decode() for w in row] for row in split]
         tags = [python_label_ids(list(row), self.labels, what) for row in y]
         if len(tags) != len(words):
@@ -176,6 +179,7 @@ class AlbertTokenClassifier(AlbertHeadModel):
         from albert_tf.text.word_windows import window_sizes
 
         words_tokenizer, labels = self.word_tokenizer(), self.labels
+        word_split = _word_split(options)
         max_seq_length = self.preprocessor.max_seq_length
         _, stride = window_sizes(max_seq_length, options["stride"])
         fixed = not self.preprocessor.dynamic_padding
@@ -183,7 +187,11 @@ class AlbertTokenClassifier(AlbertHeadModel):
 
         def encode(columns, tags):
             text = columns["text"]
-            words = text if isinstance(text, tf.RaggedTensor) else split_words(text)["words"]
+            words = (
+                text
+                if isinstance(text, tf.RaggedTensor)
+                else split_words(text, word_split)["words"]
+            )
             windows = word_windows(words_tokenizer(words), max_seq_length, stride, *special)
             ids = {k: windows[k] for k in INPUT_KEYS}
             if fixed:  # static shapes (TPU)
@@ -226,8 +234,19 @@ class AlbertTokenClassifier(AlbertHeadModel):
             )
         max_seq_length = self.preprocessor.max_seq_length
         _, stride = window_sizes(max_seq_length, options["stride"])
-        body = entity_body(self, self.word_tokenizer(), labels, max_seq_length, stride)
+        body = entity_body(
+            self, self.word_tokenizer(), labels, max_seq_length, stride, _word_split(options)
+        )
         return lambda columns: body(columns["text"])
+
+
+def _word_split(options):
+    """The raw-text option `word_split` (a `word_convention.CONVENTIONS` name), checked."""
+    from albert_tf.data.word_convention import check_convention
+
+    word_split = (options or {}).get("word_split", "punctuation")
+    check_convention(word_split)
+    return word_split
 
 
 def window_tag_labels(windows, word_tags, shape):

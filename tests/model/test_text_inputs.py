@@ -144,6 +144,11 @@ def test_token_classifier_tags_words_like_the_task_and_the_export(pretrained, tm
     _assert_same(predicted, _served(path, text=texts))
     with pytest.raises(ValueError, match=r"example 0 has 6 words .* but 1 tags"):
         model.fit(texts, [["O"], ["O"]], verbose=0)
+    # A run whose training tokens hold punctuation serves whitespace words: predict follows it.
+    spaced = model.predict(["U.S. mail, e-mail."], verbose=0, word_split="whitespace")
+    assert spaced["words"][0, : spaced["num_words"][0]].tolist() == ["U.S.", "mail,", "e-mail."]
+    with pytest.raises(ValueError, match=r"word_split must be one of whitespace, punctuation"):
+        model.predict(texts, verbose=0, word_split="spaces")
 
 
 def test_question_answerers_fit_on_character_offsets_and_answer_in_them(pretrained):

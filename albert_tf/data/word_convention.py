@@ -123,7 +123,7 @@ def choose(measured, requested="auto"):
     warning = None
     if requested == "auto":
         convention = rule(measured) if measured else DEFAULT
-        chosen_by = "training data" if measured else "default (recorded before the convention)"
+        chosen_by = "training data" if measured else "default: no training words measured"
     else:
         convention, chosen_by = requested, "--word_split"
         if measured and rule(measured) != requested:

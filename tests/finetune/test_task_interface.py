@@ -88,9 +88,10 @@ def test_descriptions_keep_their_entries(spm_model_file):
     for task in (race, tagging):
         task.configure_text(spm_model_file, max_seq_length=32)
     assert set(race.describe()) == common
-    assert set(tagging.describe()) == common | {"labels"}
+    assert set(tagging.describe()) == common | {"labels", "word_convention"}
     rebuilt = task_lib.task_from_description(tagging.describe())
     assert (rebuilt.labels, rebuilt.data) == (["O", "B-X"], tagging.data)
+    assert rebuilt.word_convention == tagging.word_convention
     rebuilt = task_lib.task_from_description(race.describe())
     assert isinstance(rebuilt, RaceTask) and rebuilt.data == race.data
     assert rebuilt.preprocessor.get_config() == race.preprocessor.get_config()

@@ -46,9 +46,10 @@ setup(
             "keras-hub==0.32.0",
             # Test extras only, never a runtime dependency: tests/export/test_tfhub_export.py
             # loads the TF Hub export with tensorflow_hub as the TF tutorials do, which needs
-            # Keras 2 (tf-keras), run in its own process (TF_USE_LEGACY_KERAS=1).
+            # Keras 2 (tf-keras), run in its own process (TF_USE_LEGACY_KERAS=1); tf-keras is
+            # released per TensorFlow version: 2.21 with TF 2.21, 2.20 with `make test-tf2.20`.
             "tensorflow-hub==0.16.1",
-            "tf-keras==2.21.0",
+            "tf-keras>=2.20,<2.22",
         ],
         "serving": ["tensorflow-serving-api>=2.20,<2.22"],
         "litert": ["ai-edge-litert>=2.3"],

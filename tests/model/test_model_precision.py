@@ -108,13 +108,16 @@ def test_jit_compile_under_global_mixed_bfloat16(tiny_config, pretrain_inputs, g
     )
     model = AlbertPretrainer(AlbertModel(config))
     assert model.backbone.dtype_policy.name == "mixed_bfloat16"
-    (loss, grads), (loss_2, _) = _train_step(model, pretrain_inputs, jit=True, repeat=2)
+    (loss, grads), (loss_2, grads_2) = _train_step(model, pretrain_inputs, jit=True, repeat=2)
     assert loss.dtype == tf.float32 and np.isfinite(loss.numpy())
     assert {g.dtype for g in grads} == {tf.float32}
     assert all(np.isfinite(g.numpy()).all() for g in grads)
     assert all(np.abs(g.numpy()).max() > 0 for g in grads)
-    # Dropout is active under XLA: the second step (same weights) draws new masks.
-    assert abs(float(loss_2) - float(loss)) > 1e-4
+    # Dropout is active under XLA: the second step (same weights) draws new masks. Compared on
+    # the gradients: at random init the loss is near ln(vocab) whatever the masks.
+    moved = max(float(np.abs(a.numpy() - b.numpy()).max()) for a, b in zip(grads, grads_2))
+    scale = max(float(np.abs(g.numpy()).max()) for g in grads)
+    assert moved > 1e-2 * scale, (moved, scale, float(loss), float(loss_2))
 
 
 def test_fine_tuned_model_loads_in_the_precision_asked_for(tiny_config, make_inputs, tmp_path):
